@@ -1,0 +1,1 @@
+"""Adapters between kernelgate and the outside: KernelBench problems and candidates."""

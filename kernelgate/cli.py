@@ -1,0 +1,179 @@
+"""Command line: ``kernelgate screen``, ``kernelgate calibrate``, ``kernelgate ops``.
+
+Exit codes of ``screen``: 0 accept, 10 repair, 11 structural, 12 reject, 13 untimed,
+2 usage error (bad arguments, unknown problem), 3 a fault of the gate itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from kernelgate.errors import KernelgateError, PluginError, ProblemError
+from kernelgate.models import Status
+
+__all__ = ["main", "EXIT_CODES"]
+
+EXIT_CODES = {Status.accept: 0, Status.repair: 10, Status.structural: 11, Status.reject: 12, Status.untimed: 13}
+EXIT_USAGE, EXIT_FAULT = 2, 3
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse exits 2 itself; keep its message short
+        self.print_usage(sys.stderr)
+        print(f"kernelgate: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _parse_shape(items: list[str]) -> dict[str, int]:
+    shape = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key or not value.strip().isdigit():
+            raise ProblemError(f"--shape takes NAME=INT, got {item!r}")
+        shape[key.strip()] = int(value)
+    return shape
+
+
+def _problem(args):
+    from kernelgate.models import Problem
+
+    shape = _parse_shape(args.shape or [])
+    if Path(args.problem).suffix == ".py" or Path(args.problem).is_file():
+        if not Path(args.problem).is_file():
+            raise ProblemError(f"problem file not found: {args.problem}")
+        return Problem(kind="kernelbench_file", name=str(Path(args.problem).resolve()), shape=shape, dtype=args.dtype)
+    from kernelgate.reference_ops import get_op
+
+    try:
+        op = get_op(args.problem)
+        op.shape(shape)
+    except KeyError as exc:
+        raise ProblemError(str(exc.args[0])) from exc
+    return Problem(kind="reference_op", name=args.problem, shape=shape, dtype=args.dtype)
+
+
+def print_verdict(verdict, out=sys.stdout) -> None:
+    m = verdict.metrics
+    lines = [verdict.summary, f"  status      {verdict.status.value} (confidence {verdict.confidence:.2f})"]
+    if verdict.reason:
+        lines.append(f"  reason      {verdict.reason.value}")
+    if verdict.numerics:
+        n = verdict.numerics
+        state = "checked" if n.checked else f"not checked: {n.skipped_reason}"
+        lines.append(f"  numerics    {state}; {len(n.trials)} trials on {n.executor}"
+                     + ("" if not n.trials else f", worst normalized error "
+                        f"{max(t.normalized_error or 0 for t in n.trials):.3g}"))
+    if m:
+        lines.append(f"  timing      candidate {m.t_candidate_ms:.4g} ms, library {m.t_library_ms:.4g} ms, "
+                     f"floor {m.t_floor_ms:.4g} ms ({m.bound}-bound)")
+        lines.append(f"  screens     LRE {m.lre:.3f} [{m.lre_low:.3f}, {m.lre_high:.3f}]; U {m.u_candidate:.3f}, "
+                     f"library U {m.u_library:.3f}; peaks: {m.peaks.source}")
+    for k in verdict.kernels:
+        lines.append(f"  kernel      {k.name} on {k.target}: {k.launches} launch(es), grid {k.grid}, "
+                     f"warps {k.num_warps}, stages {k.num_stages}, regs {k.registers}, spills {k.spill_bytes}")
+    for f in verdict.findings:
+        lines.append(f"  finding     {f.code} ({f.kind}): {f.evidence}")
+    for note in verdict.notes:
+        lines.append(f"  note        {note}")
+    if verdict.failure:
+        lines.append("  evidence    " + verdict.failure.message.replace("\n", "\n              "))
+    lines.append("  feedback    " + verdict.feedback.replace("\n", "\n              "))
+    print("\n".join(lines), file=out)
+
+
+def _cmd_screen(args) -> int:
+    from kernelgate.gate import screen
+    from kernelgate.models import Candidate
+    from kernelgate.worker import ScreenOptions
+
+    path = Path(args.candidate)
+    if not path.is_file():
+        raise ProblemError(f"candidate file not found: {path}")
+    try:
+        source = path.read_text()
+    except UnicodeDecodeError as exc:
+        raise ProblemError(f"candidate file {path} is not UTF-8 text") from exc
+    problem = _problem(args)
+    options = ScreenOptions(**({"timing_reps": args.reps} if args.reps else {}))
+    verdict = screen(Candidate(source=source, dsl=args.dsl, entry=args.entry, name=path.name), problem, options=options)
+    if args.json:
+        print(verdict.model_dump_json())
+    else:
+        print_verdict(verdict)
+    return EXIT_CODES[verdict.status]
+
+
+def _cmd_calibrate(args) -> int:
+    from kernelgate import hardware
+
+    info = hardware.detect()
+    if info is None:
+        print("no GPU on this machine: nothing to calibrate", file=sys.stderr)
+        return EXIT_USAGE
+    peaks = hardware.calibrate()
+    path = hardware.save_calibration(peaks, info)
+    print(peaks.model_dump_json(indent=2) if args.json else
+          f"{info.name}: copy {peaks.bw_gbs:.0f} GB/s; "
+          + ", ".join(f"{k.value} {v:.1f} TFLOP/s" for k, v in peaks.flops_tflops.items()) + f"\ncached in {path}")
+    return 0
+
+
+def _cmd_ops(args) -> int:
+    from kernelgate.reference_ops import list_ops
+
+    rows = [{"name": op.name, "category": op.category, "default_shape": op.default_shape,
+             "dtype": op.default_dtype, "kernelbench_level1": list(op.kernelbench_level1)} for op in list_ops()]
+    if args.json:
+        print(json.dumps(rows))
+    else:
+        for r in rows:
+            shape = ", ".join(f"{k}={v}" for k, v in r["default_shape"].items())
+            print(f"{r['name']:<12} {r['category']:<14} {shape:<28} KernelBench L1 {r['kernelbench_level1']}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="kernelgate", description="Screen GPU kernels written by LLMs.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    s = sub.add_parser("screen", help="screen one candidate file")
+    s.add_argument("candidate", help="the candidate's source file")
+    s.add_argument("--problem", required=True, help="a KernelBench-style file or a reference op name (see `ops`)")
+    s.add_argument("--dsl", default=None, help="the candidate's DSL (detected from the source by default)")
+    s.add_argument("--entry", default="ModelNew", help="entry point: a ModelNew-style class or a function")
+    s.add_argument("--shape", action="append", metavar="NAME=INT", help="override a shape parameter (repeatable)")
+    s.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], default=None)
+    s.add_argument("--reps", type=int, default=None, help="timing repetitions (default 30)")
+    s.add_argument("--json", action="store_true", help="print only the verdict as JSON")
+    s.set_defaults(func=_cmd_screen)
+    c = sub.add_parser("calibrate", help="measure this GPU's bandwidth and GEMM rates and cache them")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=_cmd_calibrate)
+    o = sub.add_parser("ops", help="list the reference-op catalogue")
+    o.add_argument("--json", action="store_true")
+    o.set_defaults(func=_cmd_ops)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="kernelgate: %(message)s")
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ProblemError, PluginError) as exc:
+        print(f"kernelgate: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KernelgateError as exc:
+        print(f"kernelgate: internal fault: {exc}", file=sys.stderr)
+        return EXIT_FAULT
+    except Exception as exc:  # a gate bug must still exit with its own code, not a bare traceback
+        logging.getLogger(__name__).exception("internal fault")
+        print(f"kernelgate: internal fault: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_FAULT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""Static diagnosis: authoring defects visible in the compiled artifacts of the launched kernels.
+
+Each rule looks at one ``KernelArtifact`` (and the problem's cost) and may return a ``Finding``
+with its evidence and a fix hint. Rules work the same on artifacts from a GPU run and on
+ahead-of-time artifacts compiled without one.
+"""
+
+from __future__ import annotations
+
+import re
+
+from kernelgate.models import Cost, Finding, KernelArtifact
+
+__all__ = ["diagnose", "RULES", "DEFAULT_SM_COUNT"]
+
+DEFAULT_SM_COUNT = 132
+"""SMs of an H100/H200 SXM: the sm_90 target of ahead-of-time artifacts."""
+
+_VECTOR_LOAD = re.compile(r"ld\.global(?:\.\w+)*\.v[248]\.")
+_ANY_LOAD = re.compile(r"ld\.global")
+_TENSOR_CORE = re.compile(r"\b(?:mma\.sync|wgmma\.mma_async|HMMA|HGMMA)\b")
+_F64 = re.compile(r"\.f64\b")
+
+
+def _tiny_block(k: KernelArtifact, cost: Cost | None, sm_count: int) -> Finding | None:
+    blocks = [v for n, v in k.constexprs.items() if n.upper().startswith("BLOCK") and isinstance(v, int)]
+    if k.num_warps == 1 and blocks and max(blocks) <= 64:
+        return Finding(code="tiny_block", kind="repairable", kernel=k.name,
+                       evidence=f"num_warps=1, block sizes {blocks}",
+                       hint="use blocks of 1024+ elements (a power of two) and 4-8 warps so each program "
+                            "moves wide vectors")
+    return None
+
+
+def _scalar_loads(k: KernelArtifact, cost: Cost | None, sm_count: int) -> Finding | None:
+    ptx = k.asm.get("ptx", "")
+    loads = len(_ANY_LOAD.findall(ptx))
+    if loads and not _VECTOR_LOAD.search(ptx):
+        return Finding(code="scalar_global_loads", kind="repairable", kernel=k.name,
+                       evidence=f"{loads} ld.global in the PTX, none vectorized (.v2/.v4)",
+                       hint="load contiguous blocks (tl.arange over a BLOCK of 4+ elements per thread) so the "
+                            "compiler emits 16-byte vector loads")
+    return None
+
+
+def _too_few_blocks(k: KernelArtifact, cost: Cost | None, sm_count: int) -> Finding | None:
+    if not k.grid:
+        return None
+    programs = 1
+    for g in k.grid:
+        programs *= max(1, g)
+    big = cost is not None and cost.bytes_compulsory > 64 * (1 << 20)
+    if programs < sm_count and big:
+        return Finding(code="too_few_blocks", kind="repairable", kernel=k.name,
+                       evidence=f"grid {k.grid} = {programs} programs for {sm_count} SMs",
+                       hint="split each row (or the reduction) over several programs, e.g. partial results in a "
+                            "first kernel and a small combine, so every SM has work")
+    return None
+
+
+def _spills(k: KernelArtifact, cost: Cost | None, sm_count: int) -> Finding | None:
+    if k.spill_bytes:
+        return Finding(code="register_spills", kind="repairable", kernel=k.name,
+                       evidence=f"{k.spill_bytes} bytes of spill stores/loads, {k.registers} registers",
+                       hint="shrink the block or the number of live values per thread, or raise num_warps")
+    return None
+
+
+def _matmul_without_tiles(k: KernelArtifact, cost: Cost | None, sm_count: int) -> Finding | None:
+    intensive = cost is not None and cost.bytes_compulsory > 0 and cost.flops / cost.bytes_compulsory > 32
+    if not intensive:
+        return None
+    ptx, sass = k.asm.get("ptx", ""), k.asm.get("sass", "")
+    if cost.math_mode.value in ("fp16", "bf16") and not _TENSOR_CORE.search(ptx + sass):
+        return Finding(code="no_tensor_cores", kind="repairable", kernel=k.name,
+                       evidence="no mma/wgmma instruction in the PTX/SASS of a GEMM-like kernel",
+                       hint="compute tiles with tl.dot on fp16/bf16 operands so the compiler uses tensor cores")
+    if not k.shared_bytes:
+        return Finding(code="no_shared_memory_tiling", kind="repairable", kernel=k.name,
+                       evidence="0 bytes of shared memory in a GEMM-like kernel: operands are re-read from memory",
+                       hint="tile the output (e.g. 128x128 per program) and accumulate tl.dot over K blocks so "
+                            "operands are staged and reused")
+    return None
+
+
+def _fp64(k: KernelArtifact, cost: Cost | None, sm_count: int) -> Finding | None:
+    hits = len(_F64.findall(k.asm.get("ptx", "")))
+    if hits and cost is not None:
+        return Finding(code="fp64_arithmetic", kind="repairable", kernel=k.name,
+                       evidence=f"{hits} .f64 operations in the PTX",
+                       hint="keep accumulators in fp32; fp64 runs at a fraction of the fp32 rate")
+    return None
+
+
+RULES = (_tiny_block, _scalar_loads, _too_few_blocks, _spills, _matmul_without_tiles, _fp64)
+"""Per-kernel rules, in order."""
+
+
+def _extra_passes(kernels: list[KernelArtifact], cost: Cost | None) -> Finding | None:
+    memory_bound = cost is not None and cost.bytes_compulsory > 0 and cost.flops / cost.bytes_compulsory < 8
+    launches = sum(k.launches for k in kernels)
+    if memory_bound and launches >= 3:
+        names = ", ".join(f"{k.name} x{k.launches}" for k in kernels)
+        return Finding(code="extra_passes", kind="repairable", evidence=f"{launches} kernel launches per call ({names})",
+                       hint="fuse the passes into one kernel that keeps the row in registers, so memory is "
+                            "read once and written once")
+    return None
+
+
+def diagnose(kernels: list[KernelArtifact], cost: Cost | None, sm_count: int | None = None) -> list[Finding]:
+    """Every finding of every rule on every launched kernel."""
+    sms = sm_count or DEFAULT_SM_COUNT
+    findings = [f for k in kernels for rule in RULES if (f := rule(k, cost, sms)) is not None]
+    if (extra := _extra_passes(kernels, cost)) is not None:
+        findings.append(extra)
+    return findings

@@ -1,0 +1,114 @@
+"""``screen``: the whole pipeline, in the order the data flows.
+
+    Candidate ─> worker process: load/compile ─> numerics ─> artifacts ─> timing ─> Measurement
+    Measurement + cost (F, B) + device peaks ─> roofline metrics ─> diagnosis ─> policy ─> Verdict
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+from kernelgate import __version__, roofline
+from kernelgate.diagnosis import diagnose
+from kernelgate.dsl import detect_dsl, get_plugin, plugins
+from kernelgate.feedback import write_feedback, write_summary
+from kernelgate.hardware import peaks_for
+from kernelgate.models import Candidate, Failure, Measurement, Metrics, Problem, Reason, Status, Verdict
+from kernelgate.policy import DEFAULT_POLICY, Policy, decide
+from kernelgate.timing import lre_interval
+from kernelgate.worker import Job, ScreenOptions, WorkerResult, default_pool
+
+__all__ = ["screen", "metrics_of", "JobRunner"]
+
+
+class JobRunner(Protocol):
+    """Anything that runs a job in isolation: a ``WorkerPool``, a ``Worker``, or a test double."""
+
+    def run(self, job: Job) -> WorkerResult: ...
+
+
+def screen(candidate: Candidate, problem: Problem | None = None, *, policy: Policy = DEFAULT_POLICY,
+           options: ScreenOptions | None = None, runner: JobRunner | None = None) -> Verdict:
+    """Screen one candidate against its problem's library op and return the verdict.
+
+    A bad candidate never raises. Raises ``ProblemError`` for a problem that cannot be built,
+    ``PluginError`` for an unknown DSL, ``WorkerError`` if the worker machinery itself fails.
+    """
+    started = time.perf_counter()
+    problem = problem or candidate.problem
+    if problem is None:
+        raise ValueError("screen() needs a problem: pass one or set Candidate.problem")
+    dsl = candidate.dsl or detect_dsl(candidate.source)
+    if dsl is None:
+        failure = _unparsable(candidate.source) or Failure(
+            reason=Reason.no_kernel_launched, stage="load",
+            message="the source imports no supported kernel DSL (" + ", ".join(plugins()) + ")")
+        return _verdict(candidate, problem, None, Measurement(failure=failure), policy, started, {})
+    get_plugin(dsl)  # an unknown DSL is the caller's mistake: PluginError, before any process starts
+    candidate = candidate.model_copy(update={"dsl": dsl})
+    job = Job(candidate=candidate, problem=problem, options=options or ScreenOptions())
+    result = (runner or default_pool()).run(job)
+    return _verdict(candidate, problem, dsl, result.measurement, policy, started, result.seconds)
+
+
+def _unparsable(source: str) -> Failure | None:
+    """A syntax error, found without running anything (the DSL could not even be detected)."""
+    try:
+        compile(source, "candidate.py", "exec")
+    except SyntaxError as exc:
+        return Failure(reason=Reason.syntax_error, stage="load",
+                       message=f"line {exc.lineno}: {(exc.text or '').strip()}\nSyntaxError: {exc.msg}")
+    except ValueError as exc:  # NUL bytes
+        return Failure(reason=Reason.syntax_error, stage="load", message=str(exc))
+    return None
+
+
+def metrics_of(m: Measurement) -> Metrics | None:
+    """Both screens from a measurement that has timings, a cost and a known device."""
+    if m.timing is None or m.cost is None or m.environment is None or m.environment.device is None:
+        return None
+    peaks = peaks_for(m.environment.device)
+    cost, t = m.cost, m.timing
+    floor = roofline.t_floor_ms(cost.flops, cost.bytes_compulsory, peaks, cost.math_mode)
+    floor_physics = roofline.t_floor_ms(cost.flops, cost.bytes_compulsory, peaks, cost.peak_mode)
+    estimate, low, high = lre_interval(t.library.samples_ms, t.candidate.samples_ms)
+    return Metrics(
+        t_candidate_ms=t.candidate.median_ms, t_library_ms=t.library.median_ms,
+        lre=estimate, lre_low=low, lre_high=high, t_floor_ms=floor,
+        u_candidate=roofline.utilization(floor, t.candidate.median_ms),
+        u_library=roofline.utilization(floor, t.library.median_ms),
+        u_physics=roofline.utilization(floor_physics, t.candidate.median_ms),
+        bound=roofline.bound(cost.flops, cost.bytes_compulsory, peaks, cost.math_mode),
+        flops=cost.flops, bytes_compulsory=cost.bytes_compulsory, peaks=peaks, math_mode=cost.math_mode)
+
+
+def _verdict(candidate: Candidate, problem: Problem, dsl: str | None, m: Measurement, policy: Policy,
+             started: float, seconds: dict[str, float]) -> Verdict:
+    sm_count = m.environment.device.sm_count if m.environment and m.environment.device else None
+    findings = diagnose(m.kernels, m.cost, sm_count)
+    metrics = metrics_of(m) if m.failure is None else None
+    message = None
+    if m.failure is not None:
+        status, reason, confidence = Status.reject, m.failure.reason, 0.95
+    else:
+        wall_excess = 0.0
+        if m.timing is not None:
+            wall_excess = max(0.0, m.timing.candidate.wall_median_ms - m.timing.launch_overhead_ms)
+        checked = bool(m.numerics and m.numerics.checked)
+        decision = decide(metrics, findings, numerics_checked=checked, wall_excess_ms=wall_excess, policy=policy)
+        status, reason, confidence = decision.status, decision.reason, decision.confidence
+        findings, message = decision.findings, decision.message
+    if status is Status.reject and m.failure is None:
+        m.failure = Failure(reason=reason, message=message or reason.value, stage="policy")
+    seconds = {**m.stage_seconds, **seconds, "total": round(time.perf_counter() - started, 4)}
+    return Verdict(
+        status=status, reason=reason, confidence=confidence,
+        summary=write_summary(status, reason, metrics, candidate.name),
+        feedback=write_feedback(status, reason, m.failure, metrics, findings, message),
+        candidate_name=candidate.name, candidate_sha256=candidate.source_sha256, dsl=dsl, problem=problem,
+        candidate_metadata=candidate.metadata, metrics=metrics if status is not Status.untimed else None,
+        findings=findings, numerics=m.numerics, failure=m.failure,
+        kernels=[k.model_copy(update={"asm": {}}) for k in m.kernels],  # IR text stays out of verdict logs
+        timing=m.timing,
+        cost=m.cost, environment=m.environment, notes=m.notes, seconds=seconds, kernelgate_version=__version__)

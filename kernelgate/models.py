@@ -1,0 +1,381 @@
+"""The data kernelgate passes around: what goes in, what the worker measured, what comes out.
+
+Inputs: ``Candidate`` (the source and its DSL) and ``Problem`` (which op, at which shape).
+From the worker: ``Measurement`` (numerics, kernels and artifacts, timings, environment), plain
+data that the parent validates. Out: ``Verdict``, whose ``status`` has one meaning everywhere
+(see ``Status``) and which carries every piece of evidence it was decided on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from kernelgate._base import Model
+from kernelgate.hardware import DeviceInfo, MathMode, Peaks
+
+__all__ = [
+    "Status",
+    "Reason",
+    "Candidate",
+    "Problem",
+    "Cost",
+    "TrialResult",
+    "NumericsReport",
+    "KernelArtifact",
+    "TimeStats",
+    "TimingReport",
+    "Environment",
+    "Failure",
+    "Measurement",
+    "Finding",
+    "Metrics",
+    "Verdict",
+]
+
+
+class Status(str, Enum):
+    """What the gate concluded about a candidate."""
+
+    accept = "accept"
+    """Correct, and flagged by neither screen: fast enough against the library and the roofline."""
+
+    repair = "repair"
+    """Correct but inefficient, for a reason a rewrite in the same DSL can fix (or unexplained)."""
+
+    structural = "structural"
+    """Correct, written well, still behind the library for code-generation or algorithm reasons."""
+
+    reject = "reject"
+    """Not usable: did not compile, crashed, hung, wrong numerics, or gamed the evaluation."""
+
+    untimed = "untimed"
+    """Correct as far as could be checked, no defect found, nothing timed: no efficiency claim."""
+
+
+class Reason(str, Enum):
+    """Why a candidate was rejected."""
+
+    syntax_error = "syntax_error"
+    """The source does not parse."""
+    load_error = "load_error"
+    """Importing the source failed (import error, exception at module level)."""
+    missing_entry = "missing_entry"
+    """The entry point (``ModelNew`` or the named function) is not in the source."""
+    compile_error = "compile_error"
+    """The DSL compiler rejected the kernel."""
+    runtime_error = "runtime_error"
+    """The candidate raised while running."""
+    crash = "crash"
+    """The worker process died (segfault, illegal address, ``os._exit``, out of memory)."""
+    load_timeout = "load_timeout"
+    """Loading or compiling did not finish in time."""
+    run_timeout = "run_timeout"
+    """Running the candidate did not finish in time (an endless loop on the host or the GPU)."""
+    wrong_shape = "wrong_shape"
+    """The output's shape differs from the reference's."""
+    wrong_dtype = "wrong_dtype"
+    """The output's dtype differs from the reference's."""
+    wrong_output_type = "wrong_output_type"
+    """The output is not a plain dense tensor."""
+    nonfinite_output = "nonfinite_output"
+    """NaN or Inf where the reference is finite (unwritten elements show as NaN: outputs are poisoned)."""
+    numerics_mismatch = "numerics_mismatch"
+    """The output differs from the reference beyond the tolerance."""
+    trivial_output = "trivial_output"
+    """All-zero or constant output where the reference is not."""
+    no_kernel_launched = "no_kernel_launched"
+    """No kernel of the candidate's DSL ran: the work was done some other way."""
+    unsynchronized_work = "unsynchronized_work"
+    """Wall-clock time under a device sync far exceeds the event time: work escaped the timer."""
+    exceeds_roofline = "exceeds_roofline"
+    """Faster than the physical floor allows, twice: the measurement is gamed or broken."""
+
+
+class Candidate(Model):
+    """A kernel to screen: its source and how to find its entry point."""
+
+    source: str
+    """The candidate's Python source (a Triton module, a KernelBench ``ModelNew`` file, ...)."""
+    dsl: str | None = None
+    """The DSL plug-in name (``triton``); detected from the source when None."""
+    entry: str = "ModelNew"
+    """A KernelBench-style ``nn.Module`` class (built with the problem's init inputs) or a function."""
+    name: str | None = None
+    """A display name, e.g. the file name."""
+    problem: Problem | None = None
+    """The op it replaces; ``screen(candidate, problem)`` may give it instead."""
+    metadata: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
+    """Free data from the caller (generator, sample id, prompt hash): kept on the verdict."""
+
+    @property
+    def source_sha256(self) -> str:
+        return hashlib.sha256(self.source.encode()).hexdigest()
+
+
+class Problem(Model):
+    """The op a candidate replaces: a reference-op catalogue entry or a KernelBench-style file."""
+
+    kind: Literal["reference_op", "kernelbench_file"]
+    """Where the reference comes from."""
+    name: str
+    """Catalogue key (``layernorm``) or the path of a file with ``Model``, ``get_inputs``, ``get_init_inputs``."""
+    shape: dict[str, int] = Field(default_factory=dict)
+    """Overrides of the default shape parameters (catalogue ops only), e.g. ``{"rows": 4096}``."""
+    dtype: Literal["float32", "float16", "bfloat16"] | None = None
+    """The problem's dtype; None keeps the op's or file's own."""
+
+    @classmethod
+    def op(cls, name: str, dtype: str | None = None, **shape: int) -> Problem:
+        return cls(kind="reference_op", name=name, shape=shape, dtype=dtype)
+
+    @classmethod
+    def file(cls, path: str, dtype: str | None = None) -> Problem:
+        return cls(kind="kernelbench_file", name=str(path), dtype=dtype)
+
+
+class Cost(Model):
+    """The work a problem demands: the inputs to the roofline."""
+
+    flops: float = Field(ge=0)
+    """Algorithmic floating-point operations (a multiply-add counts 2)."""
+    bytes_compulsory: float = Field(ge=0)
+    """Each input and parameter read once, each output written once, in bytes."""
+    math_mode: MathMode
+    """The math mode the problem's dtype runs in on the library side (fp32 problems: fp32)."""
+    peak_mode: MathMode
+    """The fastest mode the dtype allows (TF32 for fp32 matmul-like ops): used by the physics check."""
+    estimate: str
+    """Where F and B come from: ``catalogue:<op>`` or ``generic:flop_counter+tensor_bytes``."""
+
+
+class TrialResult(Model):
+    """One numerics trial: fresh inputs from one distribution, candidate against fp64 and dtype references."""
+
+    distribution: str
+    """How the inputs were drawn (``uniform01``, ``normal``, ``signed_scaled``, ...)."""
+    passed: bool
+    """Within tolerance, finite, right shape and dtype, not trivial."""
+    reason: Reason | None = None
+    """Why it failed, when it did."""
+    message: str | None = None
+    """The evidence, in words."""
+    max_abs_error: float | None = None
+    """max |candidate - fp64 reference|."""
+    normalized_error: float | None = None
+    """max |c - r64| / (atol*rms(r64) + rtol*|r64|): <= 1 passes."""
+    reference_normalized_error: float | None = None
+    """The same measure for the library in the problem's dtype: how accurate the library itself is."""
+
+
+class NumericsReport(Model):
+    """The whole correctness check."""
+
+    checked: bool
+    """False when numerics could not be run here (problem too large for the interpreter)."""
+    passed: bool
+    """Every trial passed (False when not checked)."""
+    skipped_reason: str | None = None
+    """Why numerics were not run."""
+    executor: Literal["gpu", "interpreter", "none"] = "none"
+    """Where the candidate ran: on the GPU, in the Triton interpreter on the CPU, or not at all."""
+    trials: list[TrialResult] = Field(default_factory=list)
+    """One entry per trial."""
+    state_copied: bool | None = None
+    """The reference's (randomized) parameters were copied into the candidate; False: keys differ, seeded alike."""
+    atol: float | None = None
+    """Absolute tolerance, relative to the rms of the reference output."""
+    rtol: float | None = None
+    """Relative tolerance."""
+
+
+class KernelArtifact(Model):
+    """One compiled kernel the candidate launched, with what its compiler says about it."""
+
+    name: str
+    """The kernel's function name."""
+    dsl: str
+    """The plug-in that compiled it."""
+    target: str
+    """``cuda:90`` etc.: the GPU target it was compiled for."""
+    launches: int = Field(ge=0)
+    """How many times it was launched during one forward call."""
+    num_warps: int | None = None
+    num_stages: int | None = None
+    shared_bytes: int | None = None
+    """Static shared memory per block."""
+    registers: int | None = None
+    """Registers per thread (ptxas)."""
+    spill_bytes: int | None = None
+    """Spill stores + loads in bytes (ptxas)."""
+    grid: list[int] | None = None
+    """Grid of the first launch."""
+    constexprs: dict[str, Any] = Field(default_factory=dict)
+    """Compile-time constants of the first launch (block sizes...)."""
+    asm: dict[str, str] = Field(default_factory=dict)
+    """Artifacts by kind (``ttgir``, ``ptx``, ``sass``), each truncated to a bounded size."""
+
+
+class TimeStats(Model):
+    """Repeated timings of one callable, in milliseconds."""
+
+    median_ms: float = Field(ge=0)
+    p20_ms: float = Field(ge=0)
+    p80_ms: float = Field(ge=0)
+    min_ms: float = Field(ge=0)
+    reps: int = Field(ge=1)
+    wall_median_ms: float = Field(ge=0)
+    """Host wall-clock per call, launch to device-wide sync: catches work on streams the events miss."""
+    samples_ms: list[float] = Field(default_factory=list)
+    """Every event timing, in the order taken."""
+
+
+class TimingReport(Model):
+    """Candidate and library timed in the same process, interleaved, on the same inputs."""
+
+    candidate: TimeStats
+    library: TimeStats
+    l2_flush_bytes: int = Field(ge=0)
+    """Bytes written between repetitions to evict the L2."""
+    input_sets: int = Field(ge=1)
+    """Distinct input sets rotated through (fresh contents and addresses)."""
+    rounds: int = Field(ge=1)
+    """Timing rounds (a second one is taken before believing an impossible result)."""
+    launch_overhead_ms: float = Field(ge=0)
+    """Median wall-clock cost of an empty launch + sync on this device (subtracted before comparing)."""
+
+
+class Environment(Model):
+    """Where and with what the measurement was made."""
+
+    device: DeviceInfo | None
+    """The GPU, or None on a machine without one."""
+    python: str
+    torch: str
+    dsl_versions: dict[str, str] = Field(default_factory=dict)
+    """Versions of the DSL packages in use (``triton``: ``3.6.0``)."""
+    allow_tf32_matmul: bool
+    allow_tf32_cudnn: bool
+    interpreter: bool = False
+    """The candidate ran in the Triton interpreter (no GPU)."""
+
+
+class Failure(Model):
+    """A candidate-caused failure seen by the worker or the supervisor."""
+
+    reason: Reason
+    message: str
+    """Trimmed, readable evidence: the compiler's message with candidate line numbers, the exception."""
+    stage: str
+    """Where it happened: load, numerics, timing, artifacts, supervisor."""
+
+
+class Measurement(Model):
+    """Everything the worker observed: plain data, validated by the parent."""
+
+    failure: Failure | None = None
+    numerics: NumericsReport | None = None
+    kernels: list[KernelArtifact] = Field(default_factory=list)
+    timing: TimingReport | None = None
+    environment: Environment | None = None
+    cost: Cost | None = None
+    notes: list[str] = Field(default_factory=list)
+    """Things the verdict must say (state not copied, numerics skipped, artifacts unavailable, ...)."""
+    stage_seconds: dict[str, float] = Field(default_factory=dict)
+    """Wall-clock seconds per worker stage (load, numerics, artifacts, timing)."""
+
+
+class Finding(Model):
+    """One thing the diagnosis noticed, with its evidence and what to do about it."""
+
+    code: str
+    """Stable identifier, e.g. ``serial_reduction``, ``tiny_block``, ``no_tensor_cores``, ``unexplained_gap``."""
+    kind: Literal["repairable", "structural", "info"]
+    """Whether a rewrite in the same DSL can fix it."""
+    evidence: str
+    """A line of the candidate or an artifact, or a number, that shows it."""
+    hint: str
+    """What to change."""
+    kernel: str | None = None
+    """Which kernel it concerns."""
+
+
+class Metrics(Model):
+    """The two screens and what they were computed from."""
+
+    t_candidate_ms: float = Field(gt=0)
+    t_library_ms: float = Field(gt=0)
+    lre: float = Field(gt=0)
+    """Library-relative efficiency t_library / t_candidate (> 1: faster than the library)."""
+    lre_low: float = Field(gt=0)
+    lre_high: float = Field(gt=0)
+    """A 95% bootstrap interval of the LRE."""
+    t_floor_ms: float = Field(gt=0)
+    """max(F / P_peak, B / BW_peak, launch latency)."""
+    u_candidate: float = Field(ge=0)
+    """Roofline utilization t_floor / t_candidate, against the peak of the math mode in use."""
+    u_library: float = Field(ge=0)
+    u_physics: float = Field(ge=0)
+    """t_floor at the fastest mode the dtype allows over t_candidate: > 1.1 is impossible."""
+    bound: Literal["compute", "memory", "launch"]
+    """Which term sets the floor."""
+    flops: float = Field(ge=0)
+    bytes_compulsory: float = Field(ge=0)
+    peaks: Peaks
+    """The ceilings used, with their source."""
+    math_mode: MathMode
+
+
+class Verdict(Model):
+    """The gate's answer for one candidate: a status with one meaning, and its evidence."""
+
+    status: Status
+    reason: Reason | None = None
+    """Set for ``reject`` only."""
+    confidence: float = Field(ge=0.0, le=1.0)
+    """How sure the gate is of the status (low when an interval straddles a threshold or a gap is unexplained)."""
+    summary: str
+    """One line for people."""
+    feedback: str
+    """A short, actionable text to put in the next prompt of a generator."""
+    candidate_name: str | None = None
+    candidate_sha256: str
+    dsl: str | None = None
+    problem: Problem
+    candidate_metadata: dict[str, str | int | float | bool | None] = Field(default_factory=dict)
+    metrics: Metrics | None = None
+    """Both screens; None when nothing was timed."""
+    findings: list[Finding] = Field(default_factory=list)
+    numerics: NumericsReport | None = None
+    failure: Failure | None = None
+    kernels: list[KernelArtifact] = Field(default_factory=list)
+    timing: TimingReport | None = None
+    cost: Cost | None = None
+    environment: Environment | None = None
+    notes: list[str] = Field(default_factory=list)
+    seconds: dict[str, float] = Field(default_factory=dict)
+    """Seconds per stage of this screen (worker start, load, numerics, timing, total)."""
+    kernelgate_version: str
+
+    @model_validator(mode="after")
+    def _status_has_its_evidence(self) -> Verdict:
+        timed = {Status.accept, Status.repair, Status.structural}
+        if self.status is Status.reject and self.reason is None:
+            raise ValueError("a reject verdict needs a reason")
+        if self.status is not Status.reject and self.reason is not None:
+            raise ValueError(f"a {self.status.value} verdict carries no reject reason")
+        if self.status in timed and self.metrics is None and not self.findings:
+            raise ValueError(f"a {self.status.value} verdict needs timing metrics or findings")
+        if self.status is Status.accept and self.metrics is None:
+            raise ValueError("an accept verdict needs timing metrics")
+        if self.status is Status.untimed and self.metrics is not None:
+            raise ValueError("an untimed verdict carries no timing metrics")
+        if self.status in {Status.accept, Status.structural} and not (self.numerics and self.numerics.passed):
+            raise ValueError(f"a {self.status.value} verdict needs passed numerics")
+        return self
+
+
+Candidate.model_rebuild()

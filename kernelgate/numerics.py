@@ -1,0 +1,139 @@
+"""Correctness: the candidate against an fp64 reference and the library in the problem's dtype.
+
+Each trial draws fresh inputs from another distribution. Uninitialized memory is filled with NaN
+while the candidate runs (``torch.utils.deterministic.fill_uninitialized_memory``), so elements a
+kernel never writes show up as NaN. The error measure scales with the output's magnitude::
+
+    normalized_error = max_i |c_i - r_i| / (atol * rms(r) + rtol * |r_i|)     (r: fp64 reference)
+
+A trial passes when it is <= 1, or when it is within twice the library's own error in the same
+dtype (a library that is itself imprecise, such as TF32 convolutions, sets the bar it is held to).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from kernelgate.models import Reason, TrialResult
+
+__all__ = ["Tolerance", "TOLERANCES", "compare", "poisoned_allocations", "check_trial_output"]
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float
+    """Relative to the rms of the reference output."""
+    rtol: float
+
+
+TOLERANCES = {
+    torch.float32: Tolerance(atol=1e-4, rtol=1e-4),
+    torch.float16: Tolerance(atol=1e-2, rtol=1e-2),
+    torch.bfloat16: Tolerance(atol=2e-2, rtol=2e-2),
+}
+"""Per dtype. fp32 matches KernelBench's 1e-4, but against fp64 and scaled by the output's rms."""
+
+
+@contextlib.contextmanager
+def poisoned_allocations():
+    """Fill memory from ``torch.empty`` and friends with NaN while the block runs."""
+    import torch.utils.deterministic as det
+
+    previous = (torch.are_deterministic_algorithms_enabled(),
+                torch.is_deterministic_algorithms_warn_only_enabled(),
+                det.fill_uninitialized_memory)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    det.fill_uninitialized_memory = True
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(previous[0], warn_only=previous[1])
+        det.fill_uninitialized_memory = previous[2]
+
+
+def normalized_error(out: torch.Tensor, ref64: torch.Tensor, tol: Tolerance) -> tuple[float, float]:
+    """(max abs error, normalized error) of ``out`` against the fp64 reference."""
+    diff = (out.double() - ref64).abs()
+    rms = float(ref64.pow(2).mean().sqrt()) if ref64.numel() else 0.0
+    bound = tol.atol * max(rms, 1e-30) + tol.rtol * ref64.abs()
+    return float(diff.max()), float((diff / bound).max())
+
+
+def _is_constant(t: torch.Tensor) -> bool:
+    return t.numel() > 1 and bool((t == t.reshape(-1)[0]).all())
+
+
+def check_trial_output(distribution: str, out: object, ref: torch.Tensor, ref64: torch.Tensor,
+                       tol: Tolerance) -> TrialResult:
+    """Every rule a candidate's output must pass, in the order that gives the clearest reason."""
+
+    def fail(reason: Reason, message: str, **errors) -> TrialResult:
+        return TrialResult(distribution=distribution, passed=False, reason=reason, message=message, **errors)
+
+    if type(out) is not torch.Tensor:  # subclasses and lazy wrappers can fake their contents
+        return fail(Reason.wrong_output_type, f"forward returned {type(out).__module__}.{type(out).__name__}, "
+                    "not a plain torch.Tensor")
+    if out.layout is not torch.strided:
+        return fail(Reason.wrong_output_type, f"output layout is {out.layout}, not strided")
+    if tuple(out.shape) != tuple(ref.shape):
+        return fail(Reason.wrong_shape, f"output shape {tuple(out.shape)}, reference {tuple(ref.shape)}")
+    if out.dtype != ref.dtype:
+        return fail(Reason.wrong_dtype, f"output dtype {out.dtype}, reference {ref.dtype}")
+    if out.device != ref.device:
+        return fail(Reason.wrong_output_type, f"output on {out.device}, reference on {ref.device}")
+    finite_ref = torch.isfinite(ref64)
+    bad = ~torch.isfinite(out) & finite_ref
+    if bool(bad.any()):
+        count = int(bad.sum())
+        return fail(Reason.nonfinite_output, f"{count} of {out.numel()} output elements are NaN or Inf where the "
+                    "reference is finite (outputs are poisoned with NaN before the run: unwritten elements show "
+                    "as NaN)")
+    ref_trivial = bool((ref64 == 0).all()) or _is_constant(ref64)
+    if not ref_trivial and bool((out == 0).all()):
+        return fail(Reason.trivial_output, f"output is all zeros; the reference's max |y| is {float(ref64.abs().max()):.3g}")
+    if not ref_trivial and _is_constant(out):
+        return fail(Reason.trivial_output, f"output is the constant {float(out.reshape(-1)[0]):.6g}; the reference is not constant")
+    mask = finite_ref
+    abs_err, norm_err = normalized_error(out[mask], ref64[mask], tol)
+    _, ref_err = normalized_error(ref[mask], ref64[mask], tol)
+    errors = dict(max_abs_error=abs_err, normalized_error=norm_err, reference_normalized_error=ref_err)
+    if norm_err > 1.0 and norm_err > 2.0 * ref_err:
+        return fail(Reason.numerics_mismatch, f"max |candidate - fp64 reference| = {abs_err:.3g}, {norm_err:.3g}x the "
+                    f"tolerance (atol {tol.atol:g} x rms, rtol {tol.rtol:g}); the library in this dtype is at "
+                    f"{ref_err:.3g}x", **errors)
+    return TrialResult(distribution=distribution, passed=True, **errors)
+
+
+def compare(distribution: str, candidate: Callable, reference: Callable, reference64: Callable,
+            inputs: list, dtype: torch.dtype) -> tuple[TrialResult, torch.Tensor]:
+    """Run reference (dtype and fp64) and candidate on copies of ``inputs``; check the output.
+
+    The reference runs first and its output stays alive while the candidate runs, so a candidate
+    cannot pick up the reference's freed output memory. Returns the result and the reference output.
+    """
+    tol = TOLERANCES[dtype]
+    with torch.no_grad():
+        ref = reference(*[_clone(x) for x in inputs])
+        ref64 = reference64(*[_to64(x) for x in inputs])
+        _sync()
+        with poisoned_allocations():
+            out = candidate(*[_clone(x) for x in inputs])
+            _sync()
+    return check_trial_output(distribution, out, ref, ref64.double(), tol), ref
+
+
+def _clone(x):
+    return x.clone() if isinstance(x, torch.Tensor) else x
+
+
+def _to64(x):
+    return x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else _clone(x)
+
+
+def _sync() -> None:
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()

@@ -1,0 +1,99 @@
+"""Turn a measurement and its findings into a status: the thresholds in one object, the rules in one place.
+
+The two screens decide together: a correct candidate is accepted only when neither flags it.
+
+- library-relative efficiency flags LRE < ``lre_min`` (its interval straddling the threshold
+  lowers the confidence);
+- roofline utilization flags U < ``u_min`` (a kernel that beats a weak library op can still
+  waste most of the GPU).
+
+A flagged candidate is ``repair`` when a repairable finding explains it, ``structural`` when only
+structural evidence does, and otherwise ``repair`` with low confidence and an ``unexplained_gap``
+finding: a slow kernel with no finding is not structural by default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import Field, model_validator
+
+from kernelgate._base import Model
+from kernelgate.models import Finding, Metrics, Reason, Status
+
+__all__ = ["Policy", "DEFAULT_POLICY", "Decision", "decide"]
+
+
+class Policy(Model):
+    """Every threshold the verdict depends on. Build your own to change them."""
+
+    lre_min: float = Field(default=0.8, gt=0)
+    """Flag a candidate whose LRE estimate (t_library / t_candidate) is below this."""
+    u_min: float = Field(default=0.3, ge=0, le=1)
+    """Flag a candidate whose roofline utilization is below this."""
+    u_impossible: float = Field(default=1.1, gt=1)
+    """Utilization at the fastest math mode above this, after a second timing: reject (exceeds_roofline)."""
+    wall_excess_factor: float = Field(default=3.0, gt=1)
+    """Reject as unsynchronized work when wall time (less launch overhead) exceeds this many event times..."""
+    wall_excess_floor_ms: float = Field(default=0.2, ge=0)
+    """...plus this much (host jitter on tiny kernels)."""
+
+    @model_validator(mode="after")
+    def _sane(self) -> Policy:
+        if self.u_impossible <= self.u_min:
+            raise ValueError("u_impossible must exceed u_min")
+        return self
+
+
+DEFAULT_POLICY = Policy()
+
+
+@dataclass
+class Decision:
+    status: Status
+    reason: Reason | None
+    confidence: float
+    findings: list[Finding]
+    message: str | None = None
+    """Why, for an impossible or unsynchronized timing."""
+
+
+def _timing_reject(metrics: Metrics, wall_excess_ms: float, event_ms: float, policy: Policy) -> Decision | None:
+    if metrics.u_physics > policy.u_impossible:
+        return Decision(Status.reject, Reason.exceeds_roofline, 0.9, [],
+                        f"measured {metrics.t_candidate_ms:.4g} ms, below the physical floor at the fastest math "
+                        f"mode (U = {metrics.u_physics:.2f} > {policy.u_impossible}) in two timings")
+    if wall_excess_ms > policy.wall_excess_factor * event_ms + policy.wall_excess_floor_ms:
+        return Decision(Status.reject, Reason.unsynchronized_work, 0.8, [],
+                        f"wall-clock {wall_excess_ms:.4g} ms under a device sync vs {event_ms:.4g} ms by events: work "
+                        "ran outside the timed stream")
+    return None
+
+
+def decide(metrics: Metrics | None, findings: list[Finding], *, numerics_checked: bool,
+           wall_excess_ms: float = 0.0, policy: Policy = DEFAULT_POLICY) -> Decision:
+    """Status of a candidate that passed numerics (or could not be checked)."""
+    repairable = [f for f in findings if f.kind == "repairable"]
+    structural = [f for f in findings if f.kind == "structural"]
+    if metrics is None:
+        if repairable:
+            return Decision(Status.repair, None, 0.4, findings)
+        return Decision(Status.untimed, None, 0.5 if numerics_checked else 0.2, findings)
+    rejected = _timing_reject(metrics, wall_excess_ms, metrics.t_candidate_ms, policy)
+    if rejected is not None:
+        return rejected
+    flag_lre = metrics.lre < policy.lre_min
+    flag_u = metrics.u_candidate < policy.u_min
+    straddles = metrics.lre_low < policy.lre_min <= metrics.lre_high
+    if not flag_lre and not flag_u:
+        return Decision(Status.accept, None, 0.6 if straddles else 0.9, findings)
+    if repairable:
+        return Decision(Status.repair, None, 0.5 if straddles else 0.8, findings)
+    if structural:
+        return Decision(Status.structural, None, 0.6, findings)
+    gap = Finding(
+        code="unexplained_gap", kind="info",
+        evidence=(f"LRE {metrics.lre:.2f} (flag below {policy.lre_min}), U {metrics.u_candidate:.2f} "
+                  f"(flag below {policy.u_min}); no static finding explains it"),
+        hint="try other block sizes and num_warps, more programs per row, or autotuning over a few configs")
+    return Decision(Status.repair, None, 0.3, findings + [gap])

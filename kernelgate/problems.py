@@ -1,0 +1,211 @@
+"""Turn a ``Problem`` into what the worker runs: the reference, fresh inputs, and the cost.
+
+Both problem sources (a ``reference_ops`` entry, a KernelBench-style file) become one
+``BuiltProblem``. Runs inside the worker process only: it imports problem files and touches the GPU.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+from kernelgate.errors import ProblemError
+from kernelgate.hardware import MathMode
+from kernelgate.models import Cost, Problem
+
+__all__ = ["BuiltProblem", "build_problem", "DISTRIBUTIONS", "draw", "randomize_state"]
+
+DISTRIBUTIONS = ("uniform01", "normal", "uniform_signed", "normal_scaled", "normal_offset")
+"""Input distributions, one per numerics trial: KernelBench's own [0, 1) first, then signed,
+scaled and shifted draws that expose sign bugs, precision loss and naive variance formulas."""
+
+_MODES = {torch.float32: MathMode.fp32, torch.float16: MathMode.fp16, torch.bfloat16: MathMode.bf16}
+_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def draw(shape: tuple[int, ...], dtype: torch.dtype, distribution: str, gen: torch.Generator,
+         device: torch.device) -> torch.Tensor:
+    """A fresh tensor from one of ``DISTRIBUTIONS`` (never zeros)."""
+    if distribution == "uniform01":
+        x = torch.rand(shape, generator=gen, device=device)
+    elif distribution == "normal":
+        x = torch.randn(shape, generator=gen, device=device)
+    elif distribution == "uniform_signed":
+        x = torch.rand(shape, generator=gen, device=device) * 2 - 1
+    elif distribution == "normal_scaled":
+        x = torch.randn(shape, generator=gen, device=device) * 4
+    elif distribution == "normal_offset":
+        x = torch.randn(shape, generator=gen, device=device) + 3
+    else:
+        raise ValueError(f"unknown distribution {distribution!r}")
+    return x.to(dtype)
+
+
+def randomize_state(module: torch.nn.Module, gen: torch.Generator) -> None:
+    """Replace every floating parameter and buffer with random values of a similar scale.
+
+    Default initializations (LayerNorm's ones and zeros, BatchNorm's unit variance) hide bugs
+    such as a dropped affine term. Variances stay positive.
+    """
+    with torch.no_grad():
+        for name, tensor in list(module.named_parameters()) + list(module.named_buffers()):
+            if not tensor.is_floating_point() or tensor.numel() == 0:
+                continue
+            ref = tensor.detach().double()
+            std = float(ref.std()) if tensor.numel() > 1 else 0.0
+            mean = float(ref.mean())
+            std = std if std > 0 else 0.5
+            noise = torch.randn(tensor.shape, generator=gen, device=tensor.device, dtype=torch.float64)
+            value = mean + std * noise
+            if "var" in name.rsplit(".", 1)[-1]:
+                value = value.abs() + 0.5
+            tensor.copy_(value.to(tensor.dtype))
+
+
+@dataclass
+class BuiltProblem:
+    """A problem ready to run on one device."""
+
+    spec: Problem
+    dtype: torch.dtype
+    device: torch.device
+    reference: Callable[..., torch.Tensor]
+    """The library reference: a module or function, on the device, in the problem's dtype."""
+    init_inputs: list
+    """Constructor arguments for a ``ModelNew`` candidate (empty for catalogue ops)."""
+    input_factory: Callable[[str, torch.Generator], list]
+    """Fresh inputs for one distribution."""
+    catalogue_cost: Callable[[], tuple[float, float, bool]] | None
+    """(F, B, matmul_like) from the catalogue, or None: estimate it generically."""
+    catalogue_name: str | None = None
+
+    def make_inputs(self, distribution: str, gen: torch.Generator) -> list:
+        return self.input_factory(distribution, gen)
+
+    def reference_fp64(self) -> Callable[..., torch.Tensor]:
+        """The same reference computed in float64 (a copy: the original keeps its dtype)."""
+        if isinstance(self.reference, torch.nn.Module):
+            return copy.deepcopy(self.reference).double()
+        return self.reference
+
+    def cost(self, inputs: list, output: torch.Tensor) -> Cost:
+        math_mode = _MODES[self.dtype]
+        if self.catalogue_cost is not None:
+            flops, nbytes, matmul_like = self.catalogue_cost()
+            estimate = f"catalogue:{self.catalogue_name}"
+        else:
+            flops, nbytes, matmul_like = _generic_cost(self.reference, inputs, output)
+            estimate = "generic: FlopCounterMode FLOPs (matmul/conv/attention only), bytes of inputs, parameters and output"
+        peak_mode = MathMode.tf32 if (math_mode is MathMode.fp32 and matmul_like) else math_mode
+        return Cost(flops=flops, bytes_compulsory=nbytes, math_mode=math_mode, peak_mode=peak_mode, estimate=estimate)
+
+    def build_candidate(self, entry: Any) -> tuple[Callable[..., torch.Tensor], bool | None, str | None]:
+        """Instantiate the candidate's entry point; copy the reference state into it.
+
+        Returns the callable, whether the state was copied (None: nothing to copy), and a note.
+        """
+        if isinstance(entry, type) and issubclass(entry, torch.nn.Module):
+            module = entry(*self.init_inputs)
+            module = module.to(self.device)
+            if self.dtype != torch.float32:
+                module = module.to(self.dtype)
+            ref_state = self.reference.state_dict() if isinstance(self.reference, torch.nn.Module) else {}
+            if not ref_state:
+                return module, None, None
+            try:
+                module.load_state_dict(ref_state, strict=True)
+                return module, True, None
+            except Exception as exc:
+                note = ("the candidate's parameters do not match the reference's state_dict keys or shapes "
+                        f"({str(exc).splitlines()[0][:200]}); reference parameters left as initialized, "
+                        "candidate seeded alike")
+                return module, False, note
+        if callable(entry):
+            return entry, None, None
+        raise TypeError(f"entry point is a {type(entry).__name__}, not a class or function")
+
+
+def _generic_cost(reference, inputs: list, output: torch.Tensor) -> tuple[float, float, bool]:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    with counter, torch.no_grad():
+        reference(*inputs)
+    flops = float(counter.get_total_flops())
+    tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
+    if isinstance(reference, torch.nn.Module):
+        tensors += list(reference.parameters()) + list(reference.buffers())
+    nbytes = float(sum(t.numel() * t.element_size() for t in tensors) + output.numel() * output.element_size())
+    return flops, nbytes, flops > 0
+
+
+def build_problem(spec: Problem, device: torch.device, seed: int) -> BuiltProblem:
+    """Build the reference on ``device``; ``seed`` drives module construction only."""
+    if spec.kind == "reference_op":
+        return _build_catalogue(spec, device)
+    return _build_kernelbench(spec, device, seed)
+
+
+def _build_catalogue(spec: Problem, device: torch.device) -> BuiltProblem:
+    from kernelgate.reference_ops import get_op
+
+    try:
+        op = get_op(spec.name)
+        shape = op.shape(spec.shape)
+    except KeyError as exc:
+        raise ProblemError(str(exc.args[0])) from exc
+    dtype_name = spec.dtype or op.default_dtype
+    dtype = _DTYPES[dtype_name]
+    shapes = op.input_shapes(shape)
+
+    def factory(distribution: str, gen: torch.Generator) -> list:
+        return [draw(s, dtype, distribution, gen, device) for s in shapes]
+
+    element = torch.empty((), dtype=dtype).element_size()
+    return BuiltProblem(
+        spec=spec, dtype=dtype, device=device, reference=op.reference, init_inputs=[],
+        input_factory=factory,
+        catalogue_cost=lambda: (op.flops(shape), op.bytes_compulsory(shape, element), op.matmul_like),
+        catalogue_name=op.name,
+    )
+
+
+def _build_kernelbench(spec: Problem, device: torch.device, seed: int) -> BuiltProblem:
+    from kernelgate.adapters.kernelbench import load_problem_module
+
+    module = load_problem_module(spec.name, spec.shape)
+    try:
+        torch.manual_seed(seed)
+        init_inputs = list(module.get_init_inputs())
+        reference = module.Model(*init_inputs).to(device)
+        templates = list(module.get_inputs())
+    except Exception as exc:
+        raise ProblemError(f"problem {spec.name} failed to build: {type(exc).__name__}: {exc}") from exc
+    float_templates = [t for t in templates if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    own_dtype = float_templates[0].dtype if float_templates else torch.float32
+    dtype = _DTYPES[spec.dtype] if spec.dtype else own_dtype
+    if dtype != torch.float32 or reference_has_other_dtype(reference, dtype):
+        reference = reference.to(dtype)
+
+    def factory(distribution: str, gen: torch.Generator) -> list:
+        torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen, device=gen.device)))
+        fresh = list(module.get_inputs())  # integer inputs and shapes come from the file itself
+        out = []
+        for tensor in fresh:
+            if isinstance(tensor, torch.Tensor) and tensor.is_floating_point():
+                out.append(draw(tuple(tensor.shape), dtype, distribution, gen, device))
+            elif isinstance(tensor, torch.Tensor):
+                out.append(tensor.to(device))
+            else:
+                out.append(tensor)
+        return out
+
+    return BuiltProblem(spec=spec, dtype=dtype, device=device, reference=reference, init_inputs=init_inputs,
+                        input_factory=factory, catalogue_cost=None)
+
+
+def reference_has_other_dtype(module: torch.nn.Module, dtype: torch.dtype) -> bool:
+    return any(p.is_floating_point() and p.dtype != dtype for p in module.parameters())

@@ -1,0 +1,110 @@
+"""Time the candidate and the library in the same process, interleaved, on the same inputs.
+
+Per repetition, for each side in alternating order: synchronize the device, write a buffer
+larger than the L2 (so neither side finds the other's data in cache), record a start event,
+call, record an end event, synchronize the whole device, read the host clock. The events give
+the kernel time; the host clock under a device-wide sync sees work on every stream, so a
+candidate that hides work on a side stream shows a wall time far above its event time.
+Inputs rotate over several distinct sets (fresh contents and addresses).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable
+
+import torch
+
+from kernelgate.models import TimeStats, TimingReport
+
+__all__ = ["time_pair", "launch_overhead_ms", "stats", "lre_interval"]
+
+L2_FLUSH_BYTES = 256 << 20
+"""Four times the H200's 60 MB L2 (and larger than any current GPU's)."""
+
+
+def stats(samples: list[float], walls: list[float]) -> TimeStats:
+    ordered = sorted(samples)
+
+    def quantile(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+    return TimeStats(median_ms=statistics.median(samples), p20_ms=quantile(0.2), p80_ms=quantile(0.8),
+                     min_ms=ordered[0], reps=len(samples), wall_median_ms=statistics.median(walls),
+                     samples_ms=[round(s, 6) for s in samples])
+
+
+def launch_overhead_ms(reps: int = 50) -> float:
+    """Median wall-clock cost of one tiny launch plus a device sync: the timer's own floor."""
+    x = torch.ones(1, device="cuda")
+    walls = []
+    for _ in range(reps + 5):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        x.add_(1)
+        torch.cuda.synchronize()
+        walls.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(walls[5:])
+
+
+def _time_once(fn: Callable, inputs: list, flush: torch.Tensor) -> tuple[float, float]:
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    flush.fill_(1)  # evict the L2: ints, so the write cannot be skipped as zeros
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    start.record()
+    fn(*inputs)
+    end.record()
+    torch.cuda.synchronize()
+    wall = (time.perf_counter() - t0) * 1e3
+    return start.elapsed_time(end), wall
+
+
+def time_pair(candidate: Callable, library: Callable, input_sets: list[list], *, warmup: int = 3,
+              reps: int = 30, max_seconds: float = 30.0, rounds: int = 1) -> TimingReport:
+    """Interleaved timings of both callables; stops early (>= 5 reps) past ``max_seconds``."""
+    flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    with torch.no_grad():
+        for i in range(warmup):
+            for fn in (candidate, library):
+                fn(*input_sets[i % len(input_sets)])
+        torch.cuda.synchronize()
+        overhead = launch_overhead_ms()
+        times: dict[str, list[float]] = {"candidate": [], "library": []}
+        walls: dict[str, list[float]] = {"candidate": [], "library": []}
+        began = time.perf_counter()
+        for rep in range(reps):
+            inputs = input_sets[rep % len(input_sets)]
+            order = (("candidate", candidate), ("library", library))
+            for side, fn in order if rep % 2 == 0 else order[::-1]:
+                event_ms, wall_ms = _time_once(fn, inputs, flush)
+                times[side].append(event_ms)
+                walls[side].append(wall_ms)
+            if rep >= 4 and time.perf_counter() - began > max_seconds:
+                break
+    del flush
+    return TimingReport(candidate=stats(times["candidate"], walls["candidate"]),
+                        library=stats(times["library"], walls["library"]),
+                        l2_flush_bytes=L2_FLUSH_BYTES, input_sets=len(input_sets), rounds=rounds,
+                        launch_overhead_ms=overhead)
+
+
+def lre_interval(library_ms: list[float], candidate_ms: list[float], *, resamples: int = 2000,
+                 seed: int = 0) -> tuple[float, float, float]:
+    """LRE = median(library) / median(candidate) with a 95% bootstrap interval.
+
+    Pure Python on purpose: it runs in the parent, which never needs torch.
+    """
+    import random
+
+    rng = random.Random(seed)
+    estimate = statistics.median(library_ms) / statistics.median(candidate_ms)
+    ratios = []
+    for _ in range(resamples):
+        lib = [rng.choice(library_ms) for _ in library_ms]
+        cand = [rng.choice(candidate_ms) for _ in candidate_ms]
+        ratios.append(statistics.median(lib) / statistics.median(cand))
+    ratios.sort()
+    return estimate, ratios[int(0.025 * resamples)], ratios[int(0.975 * resamples) - 1]

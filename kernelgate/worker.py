@@ -1,0 +1,291 @@
+"""Run a candidate in a supervised child process; the parent only receives data.
+
+Rules every worker follows:
+
+- one process runs one candidate's code, then exits (patched functions, caches and threads of
+  one candidate never meet another's);
+- spare processes are started ahead, with torch imported and the CUDA context up, so isolation
+  costs little latency (``WorkerPool``);
+- the child writes JSON records on a private pipe, not on stdout: the candidate's own prints go
+  to a log file, and every record is validated by the parent;
+- each phase has its own deadline (load and compile, run, artifacts, timing); past it the whole
+  process group is killed;
+- a dead child (segfault, illegal address, ``os._exit``, out of memory) becomes a ``Failure``, with
+  the last partial measurement kept.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError
+
+from kernelgate._base import Model
+from kernelgate.errors import ProblemError, WorkerError
+from kernelgate.models import Candidate, Failure, Measurement, Problem, Reason
+
+__all__ = ["ScreenOptions", "Job", "WorkerResult", "Worker", "WorkerPool", "default_pool"]
+
+log = logging.getLogger(__name__)
+
+LOG_TAIL_CHARS = 1500
+
+
+class ScreenOptions(Model):
+    """How much to measure and how long to wait: execution settings, not decision thresholds."""
+
+    load_timeout_s: float = Field(default=180.0, gt=0)
+    """Importing the candidate and compiling (also the ahead-of-time compile of artifacts)."""
+    run_timeout_s: float = Field(default=300.0, gt=0)
+    """Numerics trials; and separately the timing phase."""
+    numerics_trials: int = Field(default=5, ge=1, le=5)
+    """Trials with fresh inputs, one distribution each."""
+    timing_reps: int = Field(default=30, ge=5)
+    timing_max_seconds: float = Field(default=20.0, gt=0)
+    timing_input_sets: int = Field(default=3, ge=1)
+    interpreter_max_elements: int = Field(default=1 << 22, ge=1)
+    """Without a GPU, problems with more input elements are checked statically only."""
+    physics_limit: float = Field(default=1.1, gt=1)
+    """Retime when U at the fastest math mode exceeds this."""
+    startup_timeout_s: float = Field(default=120.0, gt=0)
+
+
+class Job(Model):
+    candidate: Candidate
+    problem: Problem
+    options: ScreenOptions = Field(default_factory=ScreenOptions)
+
+
+class WorkerResult(Model):
+    """What the parent knows after a job: the measurement, how the child ended, where time went."""
+
+    measurement: Measurement
+    exit: str
+    """``ok``, ``exit code N``, ``signal NAME`` or ``killed after timeout``."""
+    log_tail: str = ""
+    """The end of the candidate's own stdout/stderr."""
+    seconds: dict[str, float] = Field(default_factory=dict)
+
+
+class _Record(Model):
+    type: Literal["ready", "phase", "result", "problem_error"]
+    phase: str | None = None
+    measurement: Measurement | None = None
+    message: str | None = None
+
+
+class Worker:
+    """One child process, used for exactly one job."""
+
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        self.workdir = Path(tempfile.mkdtemp(prefix="kernelgate-"))
+        read_fd, write_fd = os.pipe()
+        self._started = time.perf_counter()
+        child_env = dict(os.environ if env is None else env)
+        child_env.pop("TRITON_INTERPRET", None)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kernelgate._child", str(write_fd), str(self.workdir)],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            pass_fds=(write_fd,), start_new_session=True, cwd=self.workdir, env=child_env,
+        )
+        os.close(write_fd)
+        self._reader = os.fdopen(read_fd, "rb", buffering=0)
+        self._buffer = b""
+        self._ready = False
+
+    # --- channel -----------------------------------------------------------------------------
+
+    def _next_record(self, deadline: float) -> _Record | None:
+        """The next valid record, or None on EOF or deadline. Invalid lines are skipped."""
+        sel = selectors.DefaultSelector()
+        sel.register(self._reader, selectors.EVENT_READ)
+        try:
+            while True:
+                if b"\n" in self._buffer:
+                    line, self._buffer = self._buffer.split(b"\n", 1)
+                    try:
+                        return _Record.model_validate_json(line)
+                    except (ValidationError, ValueError):
+                        log.warning("worker sent an invalid record (%d bytes); ignored", len(line))
+                        continue
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not sel.select(timeout=remaining):
+                    return None
+                chunk = self._reader.read(1 << 20)
+                if not chunk:
+                    return None
+                self._buffer += chunk
+        finally:
+            sel.close()
+
+    def wait_ready(self, timeout: float) -> None:
+        if self._ready:
+            return
+        record = self._next_record(time.monotonic() + timeout)
+        if record is None or record.type != "ready":
+            self.kill()
+            raise WorkerError(f"worker failed to start: {self._exit_text()}; log: {self.log_tail()[-500:]}")
+        self._ready = True
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def close(self) -> None:
+        self.kill()
+        try:
+            self._reader.close()
+        finally:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _exit_text(self) -> str:
+        code = self.proc.poll()
+        if code is None:
+            return "running"
+        if code < 0:
+            return f"signal {signal.Signals(-code).name}"
+        return f"exit code {code}"
+
+    def log_tail(self) -> str:
+        path = self.workdir / "candidate.log"
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return ""
+        return data[-LOG_TAIL_CHARS:].decode("utf-8", "replace")
+
+    # --- one job -----------------------------------------------------------------------------
+
+    def run(self, job: Job) -> WorkerResult:
+        """Send the job, supervise its phases, always return a result (never the child's exception)."""
+        opts = job.options
+        seconds: dict[str, float] = {}
+        t0 = time.perf_counter()
+        try:
+            self.wait_ready(opts.startup_timeout_s)
+            seconds["worker_wait"] = round(time.perf_counter() - t0, 4)
+            self.proc.stdin.write(job.model_dump_json().encode() + b"\n")
+            self.proc.stdin.close()
+        except (BrokenPipeError, WorkerError) as exc:
+            self.close()
+            raise WorkerError(f"could not hand the job to a worker: {exc}") from exc
+        budgets = {"load": opts.load_timeout_s, "run": opts.run_timeout_s,
+                   "artifacts": opts.load_timeout_s, "timing": opts.run_timeout_s}
+        phase, deadline = "load", time.monotonic() + opts.load_timeout_s
+        partial = Measurement()
+        outcome = None
+        while True:
+            record = self._next_record(deadline)
+            if record is None:
+                break
+            if record.type == "phase" and record.phase in budgets:
+                phase, deadline = record.phase, time.monotonic() + budgets[record.phase]
+                if record.measurement is not None:
+                    partial = record.measurement
+            elif record.type == "result" and record.measurement is not None:
+                outcome = record.measurement
+                break
+            elif record.type == "problem_error":
+                self.close()
+                raise ProblemError(record.message or "the problem could not be built")
+        timed_out = outcome is None and time.monotonic() >= deadline
+        if outcome is None:
+            self.kill()
+        else:
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:  # the result is in; lingering threads are killed
+                self.kill()
+        exit_text = "killed after timeout" if timed_out else self._exit_text()
+        tail = self.log_tail()
+        if outcome is None:
+            outcome = partial
+            outcome.failure = _supervisor_failure(phase, timed_out, exit_text, tail, budgets[phase])
+        seconds["job"] = round(time.perf_counter() - t0, 4)
+        self.close()
+        return WorkerResult(measurement=outcome, exit=exit_text if not timed_out else exit_text, log_tail=tail,
+                            seconds=seconds)
+
+
+def _supervisor_failure(phase: str, timed_out: bool, exit_text: str, tail: str, budget: float) -> Failure:
+    if timed_out:
+        reason = Reason.load_timeout if phase in ("load", "artifacts") else Reason.run_timeout
+        return Failure(reason=reason, stage=phase,
+                       message=f"no result within {budget:g} s in the {phase} phase; the worker was killed")
+    lowered = tail.lower()
+    hint = ""
+    if "illegal memory access" in lowered or "illegal address" in lowered:
+        hint = " (an illegal memory access)"
+    elif "out of memory" in lowered or "memoryerror" in lowered:
+        hint = " (out of memory)"
+    elif "segmentation fault" in lowered or "SIGSEGV" in exit_text:
+        hint = " (a segmentation fault)"
+    last = "\n".join(tail.strip().splitlines()[-6:])
+    return Failure(reason=Reason.crash, stage=phase,
+                   message=f"the worker died in the {phase} phase with {exit_text}{hint}" + (f":\n{last}" if last else ""))
+
+
+class WorkerPool:
+    """Spare workers started ahead; each ``run`` uses a fresh one and starts its replacement."""
+
+    def __init__(self, spares: int = 1) -> None:
+        self.spares = spares
+        self._idle: list[Worker] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        self._fill()
+
+    def _fill(self) -> None:
+        with self._lock:
+            while not self._closed and len(self._idle) < self.spares:
+                self._idle.append(Worker())
+
+    def acquire(self) -> Worker:
+        with self._lock:
+            worker = self._idle.pop(0) if self._idle else None
+        worker = worker or Worker()
+        self._fill()
+        return worker
+
+    def run(self, job: Job) -> WorkerResult:
+        return self.acquire().run(job)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.close()
+
+
+_default: WorkerPool | None = None
+
+
+def default_pool() -> WorkerPool:
+    """The process-wide pool ``screen`` uses unless given another worker."""
+    global _default
+    if _default is None:
+        _default = WorkerPool(spares=1)
+        atexit.register(_default.close)
+    return _default

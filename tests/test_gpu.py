@@ -1,0 +1,36 @@
+"""GPU-only checks of the whole pipeline; run on the device with `./kg test -m gpu`."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelgate import Candidate, Problem, Reason, ScreenOptions, Status, screen
+from tests.conftest import fixture_source
+
+pytestmark = pytest.mark.gpu
+
+FAST = ScreenOptions(timing_reps=10, run_timeout_s=60)
+
+
+def test_good_rowsum_is_timed_with_both_screens():
+    v = screen(Candidate(source=fixture_source("rowsum_good.py"), entry="kernel"), Problem.op("rowsum"), options=FAST)
+    assert v.status in (Status.accept, Status.repair, Status.structural)
+    assert v.metrics is not None and v.metrics.t_candidate_ms > 0 and v.metrics.t_library_ms > 0
+    assert 0 < v.metrics.u_library <= 1.1
+    assert v.kernels and v.kernels[0].target == "cuda:90" and v.kernels[0].registers
+
+
+def test_illegal_address_is_a_reject_and_the_gate_serves_on():
+    v = screen(Candidate(source=fixture_source("illegal_address.py"), entry="kernel"), Problem.op("rowsum"),
+               options=FAST)
+    assert v.status is Status.reject
+    assert v.reason in (Reason.runtime_error, Reason.crash)
+    assert "illegal" in v.failure.message.lower()
+    again = screen(Candidate(source=fixture_source("rowsum_good.py"), entry="kernel"), Problem.op("rowsum"),
+                   options=FAST)
+    assert again.status is not Status.reject
+
+
+def test_partial_write_is_caught_on_the_gpu():
+    v = screen(Candidate(source=fixture_source("partial_write.py"), entry="kernel"), Problem.op("rowsum"), options=FAST)
+    assert v.status is Status.reject and v.reason is Reason.nonfinite_output
