@@ -74,7 +74,7 @@ def run_case(case: Case, gpu: bool) -> dict:
         "peaks_source": m.peaks.source if m else None,
         "findings": [f.code for f in verdict.findings], "feedback": verdict.feedback,
         "seconds": verdict.seconds, "wall_seconds": round(wall, 3),
-        "compile_seconds": verdict.seconds.get("load", 0.0) + verdict.seconds.get("artifacts", 0.0),
+        "compile_seconds": verdict.seconds.get("compile", 0.0),
     }
 
 

@@ -95,6 +95,16 @@ def _fp64(k: KernelArtifact, cost: Cost | None, sm_count: int) -> Finding | None
 RULES = (_tiny_block, _scalar_loads, _too_few_blocks, _spills, _matmul_without_tiles, _fp64)
 """Per-kernel rules, in order."""
 
+HELPER_RULES = (_spills, _fp64)
+"""Rules that still apply to a helper kernel (few programs, beside a kernel that fills the GPU)."""
+
+
+def _programs(k: KernelArtifact) -> int:
+    programs = 1
+    for g in k.grid or [0]:
+        programs *= max(0, g)
+    return programs
+
 
 def _extra_passes(kernels: list[KernelArtifact], cost: Cost | None) -> Finding | None:
     memory_bound = cost is not None and cost.bytes_compulsory > 0 and cost.flops / cost.bytes_compulsory < 8
@@ -110,7 +120,12 @@ def _extra_passes(kernels: list[KernelArtifact], cost: Cost | None) -> Finding |
 def diagnose(kernels: list[KernelArtifact], cost: Cost | None, sm_count: int | None = None) -> list[Finding]:
     """Every finding of every rule on every launched kernel."""
     sms = sm_count or DEFAULT_SM_COUNT
-    findings = [f for k in kernels for rule in RULES if (f := rule(k, cost, sms)) is not None]
+    wide = any(_programs(k) >= sms for k in kernels)
+    findings = []
+    for k in kernels:
+        # a small-grid kernel beside a wide one is a helper (a combine step): its shape is not the defect
+        helper = wide and _programs(k) < sms
+        findings += [f for rule in (HELPER_RULES if helper else RULES) if (f := rule(k, cost, sms)) is not None]
     if (extra := _extra_passes(kernels, cost)) is not None:
         findings.append(extra)
     return findings

@@ -140,6 +140,7 @@ def evaluate(job, workdir: Path, emit: Callable[[str, Measurement | None], None]
                     raise CandidateFailure(Reason.compile_error, log.compile_errors[0], "load") from None
             raise
         stage_done("numerics")
+        m.stage_seconds["compile"] = round(sum(log.first_call_seconds.values()), 4)  # part of numerics
         emit("artifacts", m)
         kernels, notes = plugin.artifacts(log, path, interpret=interpret)
         m.kernels, m.notes = kernels, m.notes + notes

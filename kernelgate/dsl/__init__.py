@@ -62,6 +62,8 @@ class LaunchLog:
     counts: dict[str, int] = field(default_factory=dict)
     compile_errors: list[str] = field(default_factory=list)
     """Compiler messages found while collecting artifacts (a kernel the interpreter ran but ``triton.compile`` rejects)."""
+    first_call_seconds: dict[str, float] = field(default_factory=dict)
+    """Host time of each kernel's first launch: JIT compilation, nearly all of it."""
     dry_run: bool = False
     """Record launches without running them (static checks of a problem too large to interpret)."""
 

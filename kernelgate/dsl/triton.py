@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,10 @@ ASM_LIMIT_CHARS = 200_000
 """Each artifact kept on the verdict is cut to this size (a large PTX is megabytes)."""
 
 _IMPORT_RE = re.compile(r"^\s*(import\s+triton\b|from\s+triton\b)", re.MULTILINE)
+
+
+def launch_name(kernel: Any) -> str:
+    return kernel.fn.__name__ if hasattr(kernel, "fn") else str(kernel)
 
 
 def _grid_list(grid: Any, args: tuple, kwargs: dict, kernel: Any) -> list[int] | None:
@@ -70,9 +75,12 @@ class TritonPlugin:
             launch = None
             if not warmup:  # recorded before it runs, so a launch that fails can still be compiled
                 launch = Launch(self, args, dict(kwargs), _grid_list(grid, args, kwargs, self))
-                log.record(self.fn.__name__ if hasattr(self, "fn") else str(self), launch)
+                log.record(launch_name(self), launch)
+            began = time.perf_counter()
             try:
                 result = None if log.dry_run else original(self, *args, grid=grid, warmup=warmup, **kwargs)
+                if launch is not None and log.counts.get(launch_name(self)) == 1:
+                    log.first_call_seconds[launch_name(self)] = time.perf_counter() - began
             except Exception as exc:
                 exc.kernelgate_def_line = _def_line(getattr(self, "fn", None))  # for classify_error
                 raise
