@@ -73,6 +73,8 @@ def run_case(case: Case, gpu: bool) -> dict:
         "t_floor_ms": m.t_floor_ms if m else None, "bound": m.bound if m else None,
         "peaks_source": m.peaks.source if m else None,
         "findings": [f.code for f in verdict.findings], "feedback": verdict.feedback,
+        "candidate_samples_ms": verdict.timing.candidate.samples_ms if verdict.timing else None,
+        "library_samples_ms": verdict.timing.library.samples_ms if verdict.timing else None,
         "seconds": verdict.seconds, "wall_seconds": round(wall, 3),
         "compile_seconds": verdict.seconds.get("compile", 0.0),
     }

@@ -1,0 +1,77 @@
+"""Every numerics rejection rule, each tripped by a fixture, plus the rules alone on tensors."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kernelgate import Candidate, Problem, Reason, ScreenOptions, Status, screen
+from kernelgate.numerics import TOLERANCES, check_trial_output, poisoned_allocations
+from tests.conftest import fixture_source
+
+SMALL = Problem.op("rowsum", rows=16, cols=256)
+
+
+@pytest.mark.parametrize("fixture, reason", [
+    ("partial_write.py", Reason.nonfinite_output),
+    ("nan_output.py", Reason.nonfinite_output),
+    ("wrong_values.py", Reason.numerics_mismatch),
+    ("wrong_shape.py", Reason.wrong_shape),
+    ("wrong_dtype.py", Reason.wrong_dtype),
+    ("zeros.py", Reason.trivial_output),
+    ("constant.py", Reason.trivial_output),
+    ("subclass_output.py", Reason.wrong_output_type),
+    ("no_kernel.py", Reason.no_kernel_launched),
+])
+def test_rule_trips_on_its_fixture(fixture, reason):
+    verdict = screen(Candidate(source=fixture_source(fixture), entry="kernel"), SMALL,
+                     options=ScreenOptions(run_timeout_s=60))
+    assert verdict.status is Status.reject
+    assert verdict.reason is reason, verdict.failure.message
+
+
+def _ref(n=64):
+    ref64 = torch.randn(n, dtype=torch.float64)
+    return ref64.float(), ref64
+
+
+def test_tolerance_scales_with_magnitude():
+    ref, ref64 = _ref()
+    tol = TOLERANCES[torch.float32]
+    assert check_trial_output("normal", ref.clone(), ref, ref64, tol).passed
+    off = ref + 1e-2 * ref64.abs().max().float()
+    assert check_trial_output("normal", off, ref, ref64, tol).reason is Reason.numerics_mismatch
+
+
+def test_tiny_reference_does_not_let_zeros_pass():
+    ref64 = torch.randn(64, dtype=torch.float64) * 1e-6
+    result = check_trial_output("normal", torch.zeros(64), ref64.float(), ref64, TOLERANCES[torch.float32])
+    assert not result.passed and result.reason is Reason.trivial_output
+
+
+def test_inf_rejected_even_when_close_elsewhere():
+    ref, ref64 = _ref()
+    out = ref.clone()
+    out[3] = float("inf")
+    assert check_trial_output("normal", out, ref, ref64, TOLERANCES[torch.float32]).reason is Reason.nonfinite_output
+
+
+def test_imprecise_library_sets_the_bar():
+    ref64 = torch.randn(256, dtype=torch.float64)
+    sloppy_library = (ref64 * (1 + 1e-3)).float()
+    candidate = (ref64 * (1 + 1.5e-3)).float()
+    assert check_trial_output("normal", candidate, sloppy_library, ref64, TOLERANCES[torch.float32]).passed
+
+
+def test_poisoned_allocations_fill_nan_and_restore():
+    with poisoned_allocations():
+        assert torch.isnan(torch.empty(1000)).all()
+    assert not torch.are_deterministic_algorithms_enabled()
+
+
+def test_state_is_randomized_and_copied():
+    from kernelgate.problems import randomize_state
+
+    ln = torch.nn.LayerNorm(32)
+    randomize_state(ln, torch.Generator().manual_seed(0))
+    assert not torch.all(ln.weight == 1) and not torch.all(ln.bias == 0)

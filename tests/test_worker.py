@@ -1,0 +1,52 @@
+"""Isolation: real worker processes that crash, hang, exit and flood their output."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelgate import Candidate, Problem, Reason, ScreenOptions, Status, screen
+from tests.conftest import fixture_source
+
+SMALL = Problem.op("rowsum", rows=16, cols=256)
+QUICK = ScreenOptions(run_timeout_s=8, load_timeout_s=60)
+
+
+def _screen(name: str, options: ScreenOptions = QUICK):
+    return screen(Candidate(source=fixture_source(name), entry="kernel", name=name), SMALL, options=options)
+
+
+@pytest.mark.parametrize("fixture, reason", [
+    ("crash_segfault.py", Reason.crash),
+    ("exit_os.py", Reason.crash),
+    ("raises.py", Reason.runtime_error),
+    ("hang_loop.py", Reason.run_timeout),
+])
+def test_faults_become_rejects_and_the_gate_serves_the_next(fixture, reason):
+    verdict = _screen(fixture)
+    assert verdict.status is Status.reject
+    assert verdict.reason is reason
+    assert verdict.failure.message
+    follow_up = _screen("rowsum_good.py")
+    assert follow_up.status is not Status.reject
+
+
+def test_segfault_names_the_signal():
+    assert "SIGSEGV" in _screen("crash_segfault.py").failure.message
+
+
+def test_exception_evidence_points_at_the_candidate_line():
+    message = _screen("raises.py").failure.message
+    assert "boom from the candidate" in message and "line " in message
+
+
+def test_candidate_output_cannot_corrupt_the_channel():
+    verdict = _screen("prints_noise.py")
+    assert verdict.status is not Status.reject
+    assert verdict.numerics.passed and len(verdict.numerics.trials) == 5
+
+
+def test_load_timeout_is_its_own_reason():
+    source = "import triton\nimport time\ntime.sleep(60)\n"
+    verdict = screen(Candidate(source=source, entry="kernel"), SMALL,
+                     options=ScreenOptions(load_timeout_s=3, run_timeout_s=3))
+    assert verdict.reason is Reason.load_timeout
