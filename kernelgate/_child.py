@@ -54,7 +54,7 @@ def main() -> None:
               "measurement": None if partial is None else partial.model_dump(mode="json")})
 
     try:
-        measurement = evaluate(job, Path(workdir), emit)
+        measurement = evaluate(job, Path(workdir), emit, wait_for_go=sys.stdin.readline)
     except ProblemError as exc:
         send({"type": "problem_error", "message": str(exc)})
     else:

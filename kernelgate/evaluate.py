@@ -93,8 +93,12 @@ def _too_big_for_interpreter(inputs: list, limit: int) -> int | None:
     return elements if elements > limit else None
 
 
-def evaluate(job, workdir: Path, emit: Callable[[str, Measurement | None], None]) -> Measurement:
-    """Run every worker stage for one job; ``emit(phase, partial)`` reports progress."""
+def evaluate(job, workdir: Path, emit: Callable[[str, Measurement | None], None],
+             wait_for_go: Callable[[], None] = lambda: None) -> Measurement:
+    """Run every worker stage for one job; ``emit(phase, partial)`` reports progress.
+
+    ``wait_for_go`` blocks before timing until the supervisor says the machine is quiet.
+    """
     opts = job.options
     cuda = torch.cuda.is_available()
     device = torch.device("cuda" if cuda else "cpu")
@@ -149,6 +153,7 @@ def evaluate(job, workdir: Path, emit: Callable[[str, Measurement | None], None]
         stage_done("artifacts")
         if cuda and m.numerics.passed:
             emit("timing", m)
+            wait_for_go()
             _time(m, problem, candidate, gen, opts)
             stage_done("timing")
         elif not cuda:

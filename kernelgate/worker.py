@@ -8,6 +8,7 @@ Rules every worker follows:
   costs little latency (``WorkerPool``);
 - the child writes JSON records on a private pipe, not on stdout: the candidate's own prints go
   to a log file, and every record is validated by the parent;
+- spares finish starting before a job's timing phase begins (the child waits for a go-ahead);
 - each phase has its own deadline (load and compile, run, artifacts, timing); past it the whole
   process group is killed;
 - a dead child (segfault, illegal address, ``os._exit``, out of memory) becomes a ``Failure``, with
@@ -29,7 +30,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Literal
+from typing import Callable, Literal
 
 from pydantic import Field, ValidationError
 
@@ -155,6 +156,11 @@ class Worker:
     def close(self) -> None:
         self.kill()
         try:
+            if self.proc.stdin and not self.proc.stdin.closed:
+                self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
             self._reader.close()
         finally:
             shutil.rmtree(self.workdir, ignore_errors=True)
@@ -177,8 +183,12 @@ class Worker:
 
     # --- one job -----------------------------------------------------------------------------
 
-    def run(self, job: Job) -> WorkerResult:
-        """Send the job, supervise its phases, always return a result (never the child's exception)."""
+    def run(self, job: Job, before_timing: Callable[[], None] | None = None) -> WorkerResult:
+        """Send the job, supervise its phases, always return a result (never the child's exception).
+
+        The child waits for a go-ahead before it times; ``before_timing`` runs first (the pool
+        uses it to let a starting spare finish, so its start-up cannot disturb the timings).
+        """
         opts = job.options
         seconds: dict[str, float] = {}
         t0 = time.perf_counter()
@@ -186,7 +196,7 @@ class Worker:
             self.wait_ready(opts.startup_timeout_s)
             seconds["worker_wait"] = round(time.perf_counter() - t0, 4)
             self.proc.stdin.write(job.model_dump_json().encode() + b"\n")
-            self.proc.stdin.close()
+            self.proc.stdin.flush()
         except (BrokenPipeError, WorkerError) as exc:
             self.close()
             raise WorkerError(f"could not hand the job to a worker: {exc}") from exc
@@ -200,9 +210,18 @@ class Worker:
             if record is None:
                 break
             if record.type == "phase" and record.phase in budgets:
-                phase, deadline = record.phase, time.monotonic() + budgets[record.phase]
+                phase = record.phase
                 if record.measurement is not None:
                     partial = record.measurement
+                if phase == "timing":
+                    if before_timing is not None:
+                        before_timing()
+                    try:
+                        self.proc.stdin.write(b"go\n")
+                        self.proc.stdin.flush()
+                    except BrokenPipeError:
+                        pass  # the child is gone; the next read sees EOF
+                deadline = time.monotonic() + budgets[phase]
             elif record.type == "result" and record.measurement is not None:
                 outcome = record.measurement
                 break
@@ -269,7 +288,19 @@ class WorkerPool:
         return worker
 
     def run(self, job: Job) -> WorkerResult:
-        return self.acquire().run(job)
+        return self.acquire().run(job, before_timing=self._settle_spares)
+
+    def _settle_spares(self) -> None:
+        """Wait until starting spares are up (torch import, CUDA context): quiet host and GPU for timing."""
+        with self._lock:
+            idle = list(self._idle)
+        for worker in idle:
+            try:
+                worker.wait_ready(60.0)
+            except WorkerError:
+                with self._lock:
+                    if worker in self._idle:
+                        self._idle.remove(worker)
 
     def close(self) -> None:
         with self._lock:
