@@ -1,0 +1,225 @@
+"""Tests for kernelgate.policy.decide: the two screens, explanations, timing rejects, thresholds."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from kernelgate.hardware import SPEC_TABLE, MathMode
+from kernelgate.models import Finding, Metrics, Reason, Status
+from kernelgate.policy import DEFAULT_POLICY, Policy, decide
+
+PEAKS = SPEC_TABLE["H200-SXM-141GB"]
+
+
+def _metrics(lre: float = 0.9, lre_low: float | None = None, lre_high: float | None = None, u: float = 0.5,
+             u_physics: float | None = None, t_candidate_ms: float = 1.0) -> Metrics:
+    lre_low = lre * 0.95 if lre_low is None else lre_low
+    lre_high = lre * 1.05 if lre_high is None else lre_high
+    return Metrics(t_candidate_ms=t_candidate_ms, t_library_ms=lre * t_candidate_ms, lre=lre, lre_low=lre_low,
+                   lre_high=lre_high, t_floor_ms=u * t_candidate_ms if u > 0 else 0.004, u_candidate=u,
+                   u_library=u / lre, u_physics=u if u_physics is None else u_physics, bound="memory",
+                   flops=1e6, bytes_compulsory=1e9, peaks=PEAKS, math_mode=MathMode.fp32)
+
+
+REPAIRABLE = Finding(code="tiny_block", kind="repairable", evidence="num_warps=1", hint="bigger blocks")
+STRUCTURAL = Finding(code="codegen", kind="structural", evidence="compiler", hint="none")
+INFO = Finding(code="note", kind="info", evidence="e", hint="h")
+
+
+# --- the two screens -------------------------------------------------------------------------
+
+
+def test_accept_when_lre_and_u_clear_thresholds():
+    d = decide(_metrics(lre=0.9, u=0.5), [], numerics_checked=True)
+    assert d.status is Status.accept
+    assert d.reason is None
+    assert d.confidence == pytest.approx(0.9)
+    assert d.findings == []
+
+
+def test_accept_at_exact_thresholds():
+    d = decide(_metrics(lre=0.8, lre_low=0.8, lre_high=0.9, u=0.3), [], numerics_checked=True)
+    assert d.status is Status.accept
+
+
+def test_accept_keeps_findings():
+    d = decide(_metrics(lre=1.2, u=0.6), [REPAIRABLE], numerics_checked=True)
+    assert d.status is Status.accept
+    assert d.findings == [REPAIRABLE]
+
+
+def test_repair_when_lre_low_and_repairable_finding():
+    d = decide(_metrics(lre=0.4, u=0.5), [REPAIRABLE], numerics_checked=True)
+    assert d.status is Status.repair
+    assert d.reason is None
+    assert d.confidence == pytest.approx(0.8)
+    assert d.findings == [REPAIRABLE]
+
+
+def test_repair_wins_over_structural_when_both_found():
+    d = decide(_metrics(lre=0.4), [STRUCTURAL, REPAIRABLE], numerics_checked=True)
+    assert d.status is Status.repair
+
+
+def test_flagged_without_finding_is_repair_with_unexplained_gap():
+    d = decide(_metrics(lre=0.4, u=0.5), [], numerics_checked=True)
+    assert d.status is Status.repair
+    assert d.confidence <= 0.3
+    codes = [f.code for f in d.findings]
+    assert codes == ["unexplained_gap"]
+    gap = d.findings[0]
+    assert gap.kind == "info"
+    assert "0.40" in gap.evidence and "0.8" in gap.evidence
+
+
+def test_info_finding_does_not_explain_a_gap():
+    d = decide(_metrics(lre=0.4), [INFO], numerics_checked=True)
+    assert d.status is Status.repair
+    assert d.confidence <= 0.3
+    assert [f.code for f in d.findings] == ["note", "unexplained_gap"]
+
+
+def test_structural_when_only_structural_finding():
+    d = decide(_metrics(lre=0.4, u=0.5), [STRUCTURAL], numerics_checked=True)
+    assert d.status is Status.structural
+    assert d.findings == [STRUCTURAL]
+    assert 0 < d.confidence < 0.9
+
+
+def test_flagged_by_utilization_alone_even_when_lre_above_one():
+    # beats a weak library op by 2x but uses 10% of the roofline
+    m = _metrics(lre=2.0, lre_low=1.8, lre_high=2.2, u=0.1)
+    d = decide(m, [], numerics_checked=True)
+    assert d.status is Status.repair
+    assert [f.code for f in d.findings] == ["unexplained_gap"]
+    assert decide(m, [REPAIRABLE], numerics_checked=True).status is Status.repair
+    assert decide(m, [STRUCTURAL], numerics_checked=True).status is Status.structural
+
+
+def test_just_below_u_min_is_flagged():
+    assert decide(_metrics(lre=1.0, u=0.299), [], numerics_checked=True).status is Status.repair
+
+
+def test_straddling_interval_lowers_confidence():
+    clear_accept = decide(_metrics(lre=0.9, lre_low=0.85, lre_high=0.95), [], numerics_checked=True)
+    straddle_accept = decide(_metrics(lre=0.85, lre_low=0.75, lre_high=0.95), [], numerics_checked=True)
+    assert straddle_accept.status is Status.accept
+    assert straddle_accept.confidence < clear_accept.confidence
+
+    clear_repair = decide(_metrics(lre=0.5, lre_low=0.45, lre_high=0.55), [REPAIRABLE], numerics_checked=True)
+    straddle_repair = decide(_metrics(lre=0.75, lre_low=0.7, lre_high=0.85), [REPAIRABLE], numerics_checked=True)
+    assert straddle_repair.status is Status.repair
+    assert straddle_repair.confidence < clear_repair.confidence
+
+
+# --- timing rejects --------------------------------------------------------------------------
+
+
+def test_exceeds_roofline_reject():
+    d = decide(_metrics(lre=50.0, u=0.9, u_physics=1.2), [], numerics_checked=True)
+    assert d.status is Status.reject
+    assert d.reason is Reason.exceeds_roofline
+    assert d.message and "1.20" in d.message
+
+
+def test_u_physics_at_limit_is_not_rejected():
+    d = decide(_metrics(lre=1.0, u=1.0, u_physics=1.1), [], numerics_checked=True)
+    assert d.status is Status.accept
+
+
+def test_unsynchronized_work_reject():
+    # t_candidate 1 ms: limit is 3 * 1 + 0.2 = 3.2 ms of wall excess
+    d = decide(_metrics(t_candidate_ms=1.0), [], numerics_checked=True, wall_excess_ms=10.0)
+    assert d.status is Status.reject
+    assert d.reason is Reason.unsynchronized_work
+    assert "10" in d.message
+
+
+def test_wall_excess_within_limit_is_fine():
+    d = decide(_metrics(t_candidate_ms=1.0), [], numerics_checked=True, wall_excess_ms=3.1)
+    assert d.status is Status.accept
+    d = decide(_metrics(t_candidate_ms=1.0), [], numerics_checked=True, wall_excess_ms=3.3)
+    assert d.reason is Reason.unsynchronized_work
+
+
+def test_timing_rejects_ignore_findings():
+    d = decide(_metrics(u_physics=2.0), [REPAIRABLE], numerics_checked=True)
+    assert d.status is Status.reject and d.reason is Reason.exceeds_roofline
+
+
+# --- nothing timed ---------------------------------------------------------------------------
+
+
+def test_untimed_when_no_metrics():
+    checked = decide(None, [], numerics_checked=True)
+    unchecked = decide(None, [], numerics_checked=False)
+    assert checked.status is Status.untimed and unchecked.status is Status.untimed
+    assert checked.reason is None
+    assert unchecked.confidence < checked.confidence
+
+
+def test_untimed_with_only_info_or_structural_findings():
+    d = decide(None, [INFO, STRUCTURAL], numerics_checked=True)
+    assert d.status is Status.untimed
+    assert d.findings == [INFO, STRUCTURAL]
+
+
+def test_repair_when_no_metrics_but_repairable_finding():
+    d = decide(None, [REPAIRABLE], numerics_checked=False)
+    assert d.status is Status.repair
+    assert d.findings == [REPAIRABLE]
+    assert not any(f.code == "unexplained_gap" for f in d.findings)
+
+
+def test_no_metrics_ignores_wall_excess():
+    assert decide(None, [], numerics_checked=True, wall_excess_ms=1e6).status is Status.untimed
+
+
+# --- custom policies -------------------------------------------------------------------------
+
+
+def test_custom_lre_min_changes_outcome():
+    m = _metrics(lre=0.6, lre_low=0.55, lre_high=0.65, u=0.5)
+    assert decide(m, [], numerics_checked=True).status is Status.repair
+    assert decide(m, [], numerics_checked=True, policy=Policy(lre_min=0.5)).status is Status.accept
+
+
+def test_custom_u_min_changes_outcome():
+    m = _metrics(lre=1.0, u=0.2)
+    assert decide(m, [], numerics_checked=True).status is Status.repair
+    assert decide(m, [], numerics_checked=True, policy=Policy(u_min=0.1)).status is Status.accept
+
+
+def test_custom_wall_excess_policy():
+    m = _metrics(t_candidate_ms=1.0)
+    strict = Policy(wall_excess_factor=1.5, wall_excess_floor_ms=0.0)
+    assert decide(m, [], numerics_checked=True, wall_excess_ms=2.0).status is Status.accept
+    assert decide(m, [], numerics_checked=True, wall_excess_ms=2.0, policy=strict).reason is Reason.unsynchronized_work
+
+
+def test_custom_u_impossible():
+    m = _metrics(lre=1.0, u=0.9, u_physics=1.3)
+    assert decide(m, [], numerics_checked=True).reason is Reason.exceeds_roofline
+    assert decide(m, [], numerics_checked=True, policy=Policy(u_impossible=1.5)).status is Status.accept
+
+
+def test_default_policy_values():
+    assert DEFAULT_POLICY == Policy()
+    assert (DEFAULT_POLICY.lre_min, DEFAULT_POLICY.u_min, DEFAULT_POLICY.u_impossible) == (0.8, 0.3, 1.1)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"lre_min": 0},
+    {"lre_min": -0.5},
+    {"u_impossible": 1.0},          # must exceed 1 (and so u_min)
+    {"u_impossible": 0.2},          # below the default u_min
+    {"u_min": 1.2},                 # u_min at most 1
+    {"u_min": -0.1},
+    {"wall_excess_factor": 1.0},
+    {"wall_excess_floor_ms": -1.0},
+    {"colour": "red"},              # extra fields forbidden
+])
+def test_policy_validation_errors(kwargs):
+    with pytest.raises(ValidationError):
+        Policy(**kwargs)
