@@ -243,7 +243,7 @@ class Worker:
             outcome.failure = _supervisor_failure(phase, timed_out, exit_text, tail, budgets[phase])
         seconds["job"] = round(time.perf_counter() - t0, 4)
         self.close()
-        return WorkerResult(measurement=outcome, exit=exit_text if not timed_out else exit_text, log_tail=tail,
+        return WorkerResult(measurement=outcome, exit=exit_text, log_tail=tail,
                             seconds=seconds)
 
 
