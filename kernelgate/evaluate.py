@@ -23,7 +23,7 @@ from kernelgate.dsl import get_plugin
 from kernelgate.hardware import detect, peaks_for
 from kernelgate.models import Environment, Failure, Measurement, NumericsReport, Reason, TrialResult
 from kernelgate.numerics import TOLERANCES, compare
-from kernelgate.problems import DISTRIBUTIONS, BuiltProblem, build_problem
+from kernelgate.problems import DISTRIBUTIONS, BuiltProblem, build_problem, randomize_state
 from kernelgate.timing import time_pair
 
 __all__ = ["evaluate", "CandidateFailure"]
@@ -121,7 +121,8 @@ def evaluate(job, workdir: Path, emit: Callable[[str, Measurement | None], None]
         emit("load", None)
         problem = build_problem(job.problem, device, seed)  # ProblemError: the caller's mistake
         path, entry = _load_candidate(plugin, job.candidate.source, job.candidate.entry, workdir)
-        problem_state(problem, gen)
+        if isinstance(problem.reference, torch.nn.Module):  # its state is copied into the candidate next
+            randomize_state(problem.reference, gen)
         try:
             candidate, copied, note = problem.build_candidate(entry)
         except Exception as exc:
@@ -161,14 +162,6 @@ def evaluate(job, workdir: Path, emit: Callable[[str, Measurement | None], None]
     except CandidateFailure as failure:
         m.failure = failure.failure
     return m
-
-
-def problem_state(problem: BuiltProblem, gen: torch.Generator) -> None:
-    """Randomize the reference module's parameters (it is copied into the candidate later)."""
-    from kernelgate.problems import randomize_state
-
-    if isinstance(problem.reference, torch.nn.Module):
-        randomize_state(problem.reference, gen)
 
 
 def _check_numerics(m: Measurement, problem: BuiltProblem, candidate, plugin, log, path: Path,
@@ -232,7 +225,6 @@ def _time(m: Measurement, problem: BuiltProblem, candidate, gen: torch.Generator
         floor = roofline.t_floor_ms(m.cost.flops, m.cost.bytes_compulsory, peaks, m.cost.peak_mode)
         if roofline.utilization(floor, timing.candidate.median_ms) > opts.physics_limit:
             # believe an impossible time only after a second, independent timing
-            again = time_pair(candidate, problem.reference, sets, reps=opts.timing_reps,
-                              max_seconds=opts.timing_max_seconds, rounds=2)
-            timing = again
+            timing = time_pair(candidate, problem.reference, sets, reps=opts.timing_reps,
+                               max_seconds=opts.timing_max_seconds, rounds=2)
     m.timing = timing
