@@ -18,7 +18,7 @@ from typing import Callable
 
 import torch
 
-from kernelgate import roofline
+from kernelgate import compile_cache, roofline
 from kernelgate.dsl import get_plugin
 from kernelgate.hardware import detect, peaks_for
 from kernelgate.models import Environment, Failure, Measurement, NumericsReport, Reason, TrialResult
@@ -88,6 +88,16 @@ def _load_candidate(plugin, source: str, entry: str, workdir: Path):
     return path, getattr(module, entry)
 
 
+def _use_compile_cache(opts, workdir: Path) -> None:
+    """Point every compiler of this process at the shared cache, or at private directories."""
+    if opts.compile_cache:
+        compile_cache.activate(opts.compile_cache_dir)
+    else:
+        compile_cache.activate(None)
+        os.environ["TRITON_CACHE_DIR"] = str(workdir / "triton-cache")
+        os.environ["TILELANG_CACHE_DIR"] = str(workdir / "tilelang-cache")
+
+
 def _too_big_for_interpreter(inputs: list, limit: int) -> int | None:
     elements = sum(t.numel() for t in inputs if isinstance(t, torch.Tensor))
     return elements if elements > limit else None
@@ -104,6 +114,7 @@ def evaluate(job, workdir: Path, emit: Callable[[str, Measurement | None], None]
     device = torch.device("cuda" if cuda else "cpu")
     interpret = not cuda
     plugin = get_plugin(job.candidate.dsl)
+    _use_compile_cache(opts, workdir)
     log = plugin.prepare(interpret=interpret)
     m = Measurement(environment=_environment(plugin, interpret))
     seed = int.from_bytes(os.urandom(4), "little")
@@ -120,6 +131,7 @@ def evaluate(job, workdir: Path, emit: Callable[[str, Measurement | None], None]
     try:
         emit("load", None)
         problem = build_problem(job.problem, device, seed)  # ProblemError: the caller's mistake
+        log.problem_dtype = str(problem.dtype).removeprefix("torch.")
         path, entry = _load_candidate(plugin, job.candidate.source, job.candidate.entry, workdir)
         if isinstance(problem.reference, torch.nn.Module):  # its state is copied into the candidate next
             randomize_state(problem.reference, gen)
@@ -169,8 +181,15 @@ def _check_numerics(m: Measurement, problem: BuiltProblem, candidate, plugin, lo
     reference64 = problem.reference_fp64()
     for index, distribution in enumerate(DISTRIBUTIONS[: opts.numerics_trials]):
         inputs = problem.make_inputs(distribution, gen)
+        if index == 0 and interpret and not getattr(plugin, "cpu_numerics", True):
+            _static_only(m, problem, candidate, log, inputs, path, plugin,
+                         f"{plugin.name} kernels cannot run without a GPU: numerics not checked, static checks only")
+            return
         if index == 0 and interpret and (count := _too_big_for_interpreter(inputs, opts.interpreter_max_elements)):
-            _static_only(m, problem, candidate, log, inputs, count, opts, path, plugin)
+            _static_only(m, problem, candidate, log, inputs, path, plugin,
+                         f"problem too large for the Triton interpreter ({count:,} input elements > "
+                         f"{opts.interpreter_max_elements:,}): numerics not checked, static checks only; "
+                         "screen a smaller shape or on a GPU")
             return
         log.reset()
         try:
@@ -193,11 +212,9 @@ def _check_numerics(m: Measurement, problem: BuiltProblem, candidate, plugin, lo
     m.numerics.passed = bool(m.numerics.trials)
 
 
-def _static_only(m, problem, candidate, log, inputs, count, opts, path, plugin) -> None:
-    """Too large to interpret: run forward with kernels recorded but not executed, for artifacts."""
-    m.numerics.skipped_reason = (f"problem too large for the Triton interpreter ({count:,} input elements > "
-                                 f"{opts.interpreter_max_elements:,}): numerics not checked, static checks only; "
-                                 "screen a smaller shape or on a GPU")
+def _static_only(m, problem, candidate, log, inputs, path, plugin, why: str) -> None:
+    """Nothing can execute here: run forward with kernels recorded but not executed, for artifacts."""
+    m.numerics.skipped_reason = why
     m.numerics.executor = "none"
     log.dry_run = True
     log.reset()

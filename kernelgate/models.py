@@ -216,7 +216,9 @@ class KernelArtifact(Model):
     constexprs: dict[str, Any] = Field(default_factory=dict)
     """Compile-time constants of the first launch (block sizes...)."""
     asm: dict[str, str] = Field(default_factory=dict)
-    """Artifacts by kind (``ttgir``, ``ptx``, ``sass``), each truncated to a bounded size."""
+    """Artifacts by kind (``ttgir``, ``ptx``, ``sass``, ``cuda``), each truncated to a bounded size."""
+    from_cache: bool = False
+    """Its compiled code (or static artifacts) came from the compile cache: nothing was recompiled."""
 
 
 class TimeStats(Model):

@@ -34,6 +34,7 @@ from typing import Callable, Literal
 
 from pydantic import Field, ValidationError
 
+from kernelgate import compile_cache
 from kernelgate._base import Model
 from kernelgate.errors import ProblemError, WorkerError
 from kernelgate.models import Candidate, Failure, Measurement, Problem, Reason
@@ -59,6 +60,10 @@ class ScreenOptions(Model):
     timing_input_sets: int = Field(default=3, ge=1)
     interpreter_max_elements: int = Field(default=1 << 22, ge=1)
     """Without a GPU, problems with more input elements are checked statically only."""
+    compile_cache: bool = True
+    """Reuse compiled code across screens (``kernelgate.compile_cache``); False: compile privately."""
+    compile_cache_dir: str = Field(default_factory=lambda: str(compile_cache.default_root()))
+    """Where compiled code is kept; resolved in the caller's process, not the candidate's environment."""
     physics_limit: float = Field(default=1.1, gt=1)
     """Retime when U at the fastest math mode exceeds this."""
     startup_timeout_s: float = Field(default=120.0, gt=0)

@@ -35,8 +35,9 @@ __all__ = [
     "BUILTIN_PLUGINS",
 ]
 
-BUILTIN_PLUGINS = ("kernelgate.dsl.triton:PLUGIN",)
-"""Built-in plug-ins as ``module:attribute``."""
+BUILTIN_PLUGINS = ("kernelgate.dsl.tilelang:PLUGIN", "kernelgate.dsl.cuda:PLUGIN", "kernelgate.dsl.triton:PLUGIN")
+"""Built-in plug-ins as ``module:attribute``, in detection order: a TileLang or CUDA candidate may
+also import triton (for ``triton.cdiv``), a Triton candidate rarely imports the others."""
 
 ENTRY_POINT_GROUP = "kernelgate.dsl"
 
@@ -66,6 +67,8 @@ class LaunchLog:
     """Host time of each kernel's first launch: JIT compilation, nearly all of it."""
     dry_run: bool = False
     """Record launches without running them (static checks of a problem too large to interpret)."""
+    problem_dtype: str | None = None
+    """The problem's dtype (``float32``...): picks a templated kernel's instantiation in the artifacts."""
 
     def record(self, name: str, launch: Launch) -> None:
         self.first.setdefault(name, launch)
