@@ -219,7 +219,9 @@ def kernel_view(result: NvccResult, kernel: str, dtype: str | None) -> tuple[dic
     chosen = pick_entries(names, kernel, dtype)
     asm = {}
     if ptx_blocks:
-        asm["ptx"] = "\n".join(ptx_blocks[n] for n in chosen if n in ptx_blocks) or result.ptx
+        header = "\n".join(re.findall(r"^\s*\.(?:version|target|address_size)\b.*$", result.ptx, re.MULTILINE)[:3])
+        body = "\n".join(ptx_blocks[n] for n in chosen if n in ptx_blocks)
+        asm["ptx"] = f"{header}\n{body}" if body else result.ptx
     if sass_blocks:
         asm["sass"] = "\n".join(sass_blocks[n] for n in chosen if n in sass_blocks) or result.sass
     res = next((result.resources[n] for n in chosen if n in result.resources), None)

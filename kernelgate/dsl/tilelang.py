@@ -245,6 +245,8 @@ class TileLangPlugin:
             text = str(chain)
             if module.startswith(("tvm", "tilelang")) or "Compilation error" in text or "nvcc" in text.lower():
                 return Reason.compile_error, _trim_tilelang_error(f"{type(chain).__name__}: {text}")
+            if _raised_by_tilelang(chain):  # the frontend checks a prim_func while it is built
+                return Reason.compile_error, _candidate_frames(chain) + f"{type(chain).__name__}: {text}"[:2000]
             chain = chain.__cause__ or chain.__context__
         return None
 
@@ -275,6 +277,24 @@ class TileLangPlugin:
                 constexprs={"threads": _threads(compiled)} if _threads(compiled) else {}, asm=asm,
                 from_cache=nvcc.cached))
         return found, notes
+
+
+def _raised_by_tilelang(exc: BaseException) -> bool:
+    """The innermost frame is TileLang's or TVM's compiler, not the launch of a built kernel."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames or re.search(r"[/\\]tilelang[/\\]jit[/\\]adapter[/\\]", frames[-1].filename):
+        return False  # a built kernel rejected its arguments at launch: a runtime error
+    return bool(re.search(r"[/\\](tilelang|tvm)[/\\]", frames[-1].filename))
+
+
+def _candidate_frames(exc: BaseException) -> str:
+    """``line N: code`` for the candidate's own frames (its file is ``candidate.py`` in the worker)."""
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.endswith("candidate.py")]
+    return "".join(f"line {f.lineno}: {(f.line or '').strip()}\n" for f in frames[-3:])
 
 
 def _device_symbol(compiled: _Compiled) -> str:
