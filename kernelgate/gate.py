@@ -40,20 +40,25 @@ def screen(candidate: Candidate, problem: Problem | None = None, *, policy: Poli
     if problem is None:
         raise ValueError("screen() needs a problem: pass one or set Candidate.problem")
     dsl = candidate.dsl or detect_dsl(candidate.source)
-    if dsl is None:
-        failure = _unparsable(candidate.source) or Failure(
-            reason=Reason.no_kernel_launched, stage="load",
-            message="the source imports no supported kernel DSL (" + ", ".join(plugins()) + ")")
-        return _verdict(candidate, problem, None, Measurement(failure=failure), policy, started, {})
-    get_plugin(dsl)  # an unknown DSL is the caller's mistake: PluginError, before any process starts
+    if dsl is not None:
+        get_plugin(dsl)  # an unknown DSL is the caller's mistake: PluginError, before any process starts
+    failure = _unparsable(candidate.source)  # costs no process
+    if failure is None and dsl is None:
+        failure = Failure(reason=Reason.no_kernel_launched, stage="load",
+                          message="the source imports no supported kernel DSL (" + ", ".join(plugins()) + ")")
+    if failure is not None:
+        return _verdict(candidate, problem, dsl, Measurement(failure=failure), policy, started, {})
     candidate = candidate.model_copy(update={"dsl": dsl})
-    job = Job(candidate=candidate, problem=problem, options=options or ScreenOptions())
+    options = options or ScreenOptions()
+    if options.physics_limit > policy.u_impossible:  # retime wherever the policy would reject
+        options = options.model_copy(update={"physics_limit": policy.u_impossible})
+    job = Job(candidate=candidate, problem=problem, options=options)
     result = (runner or default_pool()).run(job)
     return _verdict(candidate, problem, dsl, result.measurement, policy, started, result.seconds)
 
 
 def _unparsable(source: str) -> Failure | None:
-    """A syntax error, found without running anything (the DSL could not even be detected)."""
+    """A syntax error, found without running anything."""
     try:
         compile(source, "candidate.py", "exec")
     except SyntaxError as exc:

@@ -65,7 +65,7 @@ class ScreenOptions(Model):
     compile_cache_dir: str = Field(default_factory=lambda: str(compile_cache.default_root()))
     """Where compiled code is kept; resolved in the caller's process, not the candidate's environment."""
     physics_limit: float = Field(default=1.1, gt=1)
-    """Retime when U at the fastest math mode exceeds this."""
+    """Retime when U at the fastest math mode exceeds this (``screen`` lowers it to ``Policy.u_impossible``)."""
     startup_timeout_s: float = Field(default=120.0, gt=0)
 
 

@@ -359,3 +359,20 @@ def test_unknown_dsl_is_a_plugin_error():
 
     with pytest.raises(PluginError):
         screen(_candidate(dsl="no-such-dsl"), _problem(), runner=ExplodingRunner())
+
+
+def test_retime_threshold_follows_the_policy():
+    runner = FakeRunner(Measurement(failure=Failure(reason=Reason.crash, message="x", stage="load")))
+    screen(Candidate(source=TRITON_SOURCE, entry="layernorm"), Problem.op("layernorm"),
+           policy=Policy(u_impossible=1.05), runner=runner)
+    assert runner.jobs[0].options.physics_limit == 1.05
+    screen(Candidate(source=TRITON_SOURCE, entry="layernorm"), Problem.op("layernorm"),
+           policy=Policy(u_impossible=2.0), runner=runner)
+    assert runner.jobs[1].options.physics_limit == ScreenOptions().physics_limit
+
+
+def test_a_dsl_source_that_does_not_parse_costs_no_worker():
+    runner = FakeRunner(Measurement())
+    v = screen(Candidate(source=TRITON_SOURCE + "\ndef broken(:\n"), Problem.op("layernorm"), runner=runner)
+    assert v.status is Status.reject and v.reason is Reason.syntax_error and v.dsl == "triton"
+    assert runner.jobs == []
