@@ -21,14 +21,48 @@ _ANY_LOAD = re.compile(r"ld\.global")
 _TENSOR_CORE = re.compile(r"\b(?:mma\.sync|wgmma\.mma_async|HMMA|HGMMA)\b")
 _F64 = re.compile(r"\.f64\b")
 
+_HINTS = {
+    "scalar_global_loads": {
+        "triton": "load contiguous blocks (tl.arange over a BLOCK of 4+ elements per thread) so the compiler "
+                  "emits 16-byte vector loads",
+        "tilelang": "copy whole tiles with T.copy into shared memory or fragments (contiguous last dim), so the "
+                    "generated code uses 16-byte vector loads",
+        "cuda": "have each thread load 16 bytes at a time (float4 / reinterpret_cast of aligned pointers), "
+                "consecutive threads on consecutive addresses",
+    },
+    "no_tensor_cores": {
+        "triton": "compute tiles with tl.dot on fp16/bf16 operands so the compiler uses tensor cores",
+        "tilelang": "compute tiles with T.gemm on fp16/bf16 operands staged in shared memory",
+        "cuda": "use tensor cores (mma.sync / WMMA fragments, or wgmma on sm_90a) for the tile products",
+    },
+    "no_shared_memory_tiling": {
+        "triton": "tile the output (e.g. 128x128 per program) and accumulate tl.dot over K blocks so operands "
+                  "are staged and reused",
+        "tilelang": "tile the output (e.g. 128x128 per block), T.copy A and B tiles into T.alloc_shared buffers "
+                    "inside T.Pipelined over K, and T.gemm them",
+        "cuda": "stage A and B tiles in __shared__ memory and compute a register tile per thread from them, "
+                "so each operand is read from global memory once per tile",
+    },
+    "tiny_block": {
+        "triton": "use blocks of 1024+ elements (a power of two) and 4-8 warps so each program moves wide vectors",
+        "tilelang": "use 128-256 threads per block and tiles of 1024+ elements",
+        "cuda": "launch 128-256 threads per block, each handling a vector of elements",
+    },
+}
+
+
+def _hint(code: str, dsl: str) -> str:
+    """The fix for ``code`` in the candidate's own DSL."""
+    by_dsl = _HINTS[code]
+    return by_dsl.get(dsl, by_dsl["triton"])
+
 
 def _tiny_block(k: KernelArtifact, cost: Cost | None, sm_count: int) -> Finding | None:
     blocks = [v for n, v in k.constexprs.items() if n.upper().startswith("BLOCK") and isinstance(v, int)]
     if k.num_warps == 1 and blocks and max(blocks) <= 64:
         return Finding(code="tiny_block", kind="repairable", kernel=k.name,
                        evidence=f"num_warps=1, block sizes {blocks}",
-                       hint="use blocks of 1024+ elements (a power of two) and 4-8 warps so each program "
-                            "moves wide vectors")
+                       hint=_hint("tiny_block", k.dsl))
     return None
 
 
@@ -38,8 +72,7 @@ def _scalar_loads(k: KernelArtifact, cost: Cost | None, sm_count: int) -> Findin
     if loads and not _VECTOR_LOAD.search(ptx):
         return Finding(code="scalar_global_loads", kind="repairable", kernel=k.name,
                        evidence=f"{loads} ld.global in the PTX, none vectorized (.v2/.v4)",
-                       hint="load contiguous blocks (tl.arange over a BLOCK of 4+ elements per thread) so the "
-                            "compiler emits 16-byte vector loads")
+                       hint=_hint("scalar_global_loads", k.dsl))
     return None
 
 
@@ -74,12 +107,11 @@ def _matmul_without_tiles(k: KernelArtifact, cost: Cost | None, sm_count: int) -
     if cost.math_mode.value in ("fp16", "bf16") and not _TENSOR_CORE.search(ptx + sass):
         return Finding(code="no_tensor_cores", kind="repairable", kernel=k.name,
                        evidence="no mma/wgmma instruction in the PTX/SASS of a GEMM-like kernel",
-                       hint="compute tiles with tl.dot on fp16/bf16 operands so the compiler uses tensor cores")
+                       hint=_hint("no_tensor_cores", k.dsl))
     if not k.shared_bytes:
         return Finding(code="no_shared_memory_tiling", kind="repairable", kernel=k.name,
                        evidence="0 bytes of shared memory in a GEMM-like kernel: operands are re-read from memory",
-                       hint="tile the output (e.g. 128x128 per program) and accumulate tl.dot over K blocks so "
-                            "operands are staged and reused")
+                       hint=_hint("no_shared_memory_tiling", k.dsl))
     return None
 
 

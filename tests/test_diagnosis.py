@@ -280,3 +280,9 @@ def test_helper_status_depends_on_sm_count():
 def test_two_small_kernels_are_not_helpers():
     findings = diagnose([_bad_small_kernel(), _bad_small_kernel(grid=[2])], _memory_cost())
     assert _codes(findings).count("tiny_block") == 2
+
+
+@pytest.mark.parametrize("dsl,word", [("triton", "tl.arange"), ("tilelang", "T.copy"), ("cuda", "float4")])
+def test_hints_speak_the_candidate_dsl(dsl, word):
+    (finding,) = diagnose([_kernel(dsl=dsl, asm={"ptx": SCALAR_PTX})], _memory_cost())
+    assert word in finding.hint
