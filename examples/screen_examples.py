@@ -5,8 +5,9 @@
     ./kg examples --repeat 2 --out benchmarks/results/core_h200.json
 
 On a GPU each case runs at its problem's own (KernelBench-sized) shape and is timed against the
-library. Without one, the script says so and screens smaller shapes: numerics in the Triton
-interpreter, artifacts compiled ahead of time for sm_90, no timing.
+library. Without one, the script says so and screens smaller shapes: Triton numerics in the
+interpreter and artifacts compiled ahead of time for sm_90; TileLang lowered for sm_90a and CUDA
+compiled for sm_90 with nvcc (static checks only: neither can run without a GPU); no timing.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class Case:
     candidate: str
     problem: str
     expect_gpu: str
-    """``accept`` or ``not accept``: what the kernel is written to earn on an H200."""
+    """``accept`` or ``not accept``: what the kernel is written to earn on an H200; ``either``: measured, no claim."""
     cpu_shape: dict[str, int] = field(default_factory=dict)
 
 
@@ -50,6 +51,30 @@ CASES = [
     Case("rowsum_bad", "triton/rowsum_bad.py", "problems/rowsum.py", "not accept", {"ROWS": 8, "COLS": 512}),
     Case("matmul_good", "triton/matmul_good.py", "problems/matmul.py", "accept", {"M": 128, "N": 128, "K": 64}),
     Case("matmul_naive", "triton/matmul_naive.py", "problems/matmul.py", "not accept", {"M": 16, "N": 16, "K": 64}),
+    # TileLang
+    Case("tilelang_rowsum_good", "tilelang/rowsum_good.py", "problems/rowsum.py", "accept", {"ROWS": 32, "COLS": 2048}),
+    Case("tilelang_rowsum_good_bf16", "tilelang/rowsum_good.py", "problems/rowsum_bf16.py", "accept",
+         {"ROWS": 32, "COLS": 2048}),
+    Case("tilelang_rowsum_bad", "tilelang/rowsum_bad.py", "problems/rowsum.py", "not accept", {"ROWS": 256, "COLS": 512}),
+    Case("tilelang_rmsnorm_good", "tilelang/rmsnorm_good.py", "problems/rmsnorm.py", "accept",
+         {"BATCH": 64, "HIDDEN": 1024}),
+    Case("tilelang_layernorm_good", "tilelang/layernorm_good.py", "problems/layernorm.py", "accept",
+         {"BATCH": 64, "HIDDEN": 1024}),
+    Case("tilelang_layernorm_good_kb", "tilelang/layernorm_good.py", "problems/layernorm_kb.py", "not accept",
+         {"BATCH_SIZE": 2, "FEATURES": 4, "DIM1": 32, "DIM2": 32}),
+    Case("tilelang_matmul_good_fp16", "tilelang/matmul_good.py", "problems/matmul_fp16.py", "accept",
+         {"M": 256, "N": 256, "K": 128}),
+    Case("tilelang_matmul_good_fp32", "tilelang/matmul_good.py", "problems/matmul.py", "either",
+         {"M": 256, "N": 256, "K": 128}),
+    Case("tilelang_matmul_naive_fp16", "tilelang/matmul_naive.py", "problems/matmul_fp16.py", "not accept",
+         {"M": 64, "N": 64, "K": 64}),
+    # CUDA through load_inline
+    Case("cuda_rowsum_good", "cuda/rowsum_good.py", "problems/rowsum.py", "accept", {"ROWS": 32, "COLS": 2048}),
+    Case("cuda_rowsum_good_bf16", "cuda/rowsum_good.py", "problems/rowsum_bf16.py", "accept", {"ROWS": 32, "COLS": 2048}),
+    Case("cuda_rowsum_bad", "cuda/rowsum_bad.py", "problems/rowsum.py", "not accept", {"ROWS": 8, "COLS": 512}),
+    Case("cuda_rmsnorm_good", "cuda/rmsnorm_good.py", "problems/rmsnorm.py", "accept", {"BATCH": 64, "HIDDEN": 1024}),
+    Case("cuda_matmul_good", "cuda/matmul_good.py", "problems/matmul.py", "either", {"M": 256, "N": 256, "K": 128}),
+    Case("cuda_matmul_naive", "cuda/matmul_naive.py", "problems/matmul.py", "not accept", {"M": 64, "N": 64, "K": 64}),
 ]
 
 
@@ -61,11 +86,11 @@ def run_case(case: Case, gpu: bool) -> dict:
     wall = time.perf_counter() - started
     m = verdict.metrics
     met = None
-    if gpu:
+    if gpu and case.expect_gpu != "either":
         met = (verdict.status.value == "accept") == (case.expect_gpu == "accept")
     return {
         "case": case.name, "candidate": case.candidate, "problem": case.problem, "shape": problem.shape,
-        "status": verdict.status.value, "reason": verdict.reason.value if verdict.reason else None,
+        "dsl": verdict.dsl, "status": verdict.status.value, "reason": verdict.reason.value if verdict.reason else None,
         "confidence": verdict.confidence, "expected_on_gpu": case.expect_gpu, "as_expected": met,
         "lre": m.lre if m else None, "lre_interval": [m.lre_low, m.lre_high] if m else None,
         "u_candidate": m.u_candidate if m else None, "u_library": m.u_library if m else None,
@@ -75,6 +100,10 @@ def run_case(case: Case, gpu: bool) -> dict:
         "findings": [f.code for f in verdict.findings], "feedback": verdict.feedback,
         "candidate_samples_ms": verdict.timing.candidate.samples_ms if verdict.timing else None,
         "library_samples_ms": verdict.timing.library.samples_ms if verdict.timing else None,
+        "kernels": [{"name": k.name, "registers": k.registers, "spill_bytes": k.spill_bytes, "grid": k.grid,
+                     "launches": k.launches, "from_cache": k.from_cache} for k in verdict.kernels],
+        "numerics_passed": verdict.numerics.passed if verdict.numerics else None,
+        "failure": verdict.failure.message[:600] if verdict.failure else None,
         "seconds": verdict.seconds, "wall_seconds": round(wall, 3),
         "compile_seconds": verdict.seconds.get("compile", 0.0),
     }
@@ -89,8 +118,10 @@ def main() -> int:
     device = detect()
     gpu = device is not None
     if not gpu:
-        print("No GPU on this machine: screening smaller shapes with the Triton interpreter and ahead-of-time "
-              "compilation for sm_90; nothing is timed, so no efficiency verdicts (status untimed or repair).\n")
+        print("No GPU on this machine: screening smaller shapes. Triton runs in its interpreter and is compiled "
+              "ahead of time for sm_90; TileLang is lowered for sm_90a and CUDA compiled with nvcc for sm_90, "
+              "checked statically (neither can run without a GPU). Nothing is timed, so no efficiency verdicts "
+              "(status untimed, or repair where the compiled code shows a defect).\n")
     else:
         print(f"GPU: {device.name} ({device.sm_count} SMs); timing every case against the library.\n")
     cases = [c for c in CASES if not args.only or any(w in c.name for w in args.only)]
@@ -129,6 +160,7 @@ def _summary(rows: list[dict], gpu: bool) -> dict:
     out["seconds_per_screen_median"] = round(statistics.median(r["wall_seconds"] for r in rows), 3) if rows else None
     if gpu:
         out["as_expected"] = sum(bool(r["as_expected"]) for r in rows)
+        out["with_expectation"] = sum(r["as_expected"] is not None for r in rows)
         drift = {}
         for case in {r["case"] for r in rows}:
             lres = [r["lre"] for r in rows if r["case"] == case and r["lre"] is not None]

@@ -19,7 +19,13 @@ DEFAULT_SM_COUNT = 132
 _VECTOR_LOAD = re.compile(r"ld\.global(?:\.\w+)*\.v[248]\.")
 _ANY_LOAD = re.compile(r"ld\.global")
 _TENSOR_CORE = re.compile(r"\b(?:mma\.sync|wgmma\.mma_async|HMMA|HGMMA)\b")
-_F64 = re.compile(r"\.f64\b")
+_ARITH = r"\b(?:add|sub|mul|fma|mad|div|sqrt|rsqrt|rcp|neg|abs|min|max)(?:\.\w+)*"
+_F64_ARITH = re.compile(_ARITH + r"\.f64\b")
+_F32_ARITH = re.compile(_ARITH + r"\.f32\b")
+FP64_SHARE = 0.1
+"""fp64 arithmetic is a finding when it is at least this share of the floating-point arithmetic:
+a per-row ``1 / sqrt(double)`` or a conversion of a double argument is not the defect, fp64
+accumulation in the main loop is."""
 
 _HINTS = {
     "scalar_global_loads": {
@@ -116,10 +122,11 @@ def _matmul_without_tiles(k: KernelArtifact, cost: Cost | None, sm_count: int) -
 
 
 def _fp64(k: KernelArtifact, cost: Cost | None, sm_count: int) -> Finding | None:
-    hits = len(_F64.findall(k.asm.get("ptx", "")))
-    if hits and cost is not None:
+    ptx = k.asm.get("ptx", "")
+    f64, f32 = len(_F64_ARITH.findall(ptx)), len(_F32_ARITH.findall(ptx))
+    if f64 and cost is not None and f64 >= FP64_SHARE * (f64 + f32):
         return Finding(code="fp64_arithmetic", kind="repairable", kernel=k.name,
-                       evidence=f"{hits} .f64 operations in the PTX",
+                       evidence=f"{f64} fp64 arithmetic instructions in the PTX (and {f32} fp32)",
                        hint="keep accumulators in fp32; fp64 runs at a fraction of the fp32 rate")
     return None
 
