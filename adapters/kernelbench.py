@@ -1,19 +1,48 @@
-"""KernelBench problem files: ``Model``, ``get_inputs()``, ``get_init_inputs()`` at module level.
+"""KernelBench: problem files, checkouts, ``ModelNew`` candidates, and its eval function's result.
 
-Shapes in such files are module globals (``batch_size = 16``); ``load_problem_module`` can set
-them before anything reads them, which is how a smaller shape is screened without a GPU.
+A problem file has ``Model``, ``get_inputs()``, ``get_init_inputs()`` at module level. Shapes in
+such files are module globals (``batch_size = 16``); ``load_problem_module`` can set them before
+anything reads them, which is how a smaller shape is screened without a GPU.
+
+A checkout holds ``KernelBench/level<l>/<id>_<Name>.py``; ``problem(checkout, id, level=l)`` makes
+the ``Problem``. ``read_candidate`` reads a ``ModelNew`` file for the cuda, triton or tilelang
+backend. The reference's parameters reach the candidate through ``load_state_dict`` in the worker
+(``kernelgate.problems.BuiltProblem.build_candidate``), not through re-seeding.
+``eval_kernel_against_ref`` takes KernelBench's arguments and returns its result fields with the
+verdict beside them. Batches over a folder of generations are in ``kernelgate.adapters.batch``.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import re
+import statistics
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
+from pydantic import Field
+
+from kernelgate._base import Model as _Model
 from kernelgate.errors import ProblemError
+from kernelgate.models import Verdict
 
-__all__ = ["load_problem_module", "shape_globals"]
+__all__ = [
+    "load_problem_module",
+    "shape_globals",
+    "dataset_dir",
+    "problem_files",
+    "problem_path",
+    "problem",
+    "dsl_for_backend",
+    "read_candidate",
+    "BACKENDS",
+    "GENERATION_RE",
+    "KernelExecResult",
+    "result_from_verdict",
+    "eval_kernel_against_ref",
+]
 
 _REQUIRED = ("Model", "get_inputs", "get_init_inputs")
 
@@ -48,3 +77,260 @@ def load_problem_module(path: str | Path, overrides: dict[str, int] | None = Non
     for key, value in (overrides or {}).items():
         setattr(module, key, value)
     return module
+
+
+# --- a KernelBench checkout: problems by level and id ------------------------------------------
+
+_PROBLEM_RE = re.compile(r"^(\d+)_.+\.py$")
+GENERATION_RE = re.compile(r"^level_(\d+)_problem_(\d+)_sample_(\d+)_kernel\.py$")
+"""How KernelBench's generation scripts name a sample in ``runs/<run_name>/``."""
+
+BACKENDS = {"cuda": "cuda", "triton": "triton", "tilelang": "tilelang"}
+"""KernelBench backend name -> kernelgate DSL plug-in name. KernelBench's ``cute``,
+``thunderkittens`` and ``hip`` have no plug-in here and are refused with a ``PluginError``."""
+
+
+def dataset_dir(checkout: str | Path) -> Path:
+    """The folder holding ``level1/``...: a checkout's ``KernelBench/``, or that folder itself."""
+    root = Path(checkout)
+    for candidate in (root / "KernelBench", root):
+        if candidate.is_dir() and any(p.is_dir() and p.name.startswith("level") for p in candidate.iterdir()):
+            return candidate
+    raise ProblemError(f"{root} is not a KernelBench checkout: no KernelBench/level<N>/ folder in it")
+
+
+def problem_files(checkout: str | Path, level: int) -> dict[int, Path]:
+    """Problem id -> file, for one level (``KernelBench/level<l>/<id>_<Name>.py``)."""
+    folder = dataset_dir(checkout) / f"level{level}"
+    if not folder.is_dir():
+        raise ProblemError(f"no level {level} in {dataset_dir(checkout)} (no folder {folder.name})")
+    found: dict[int, Path] = {}
+    for path in sorted(folder.iterdir()):
+        match = _PROBLEM_RE.match(path.name)
+        if match and path.is_file():
+            found[int(match.group(1))] = path
+    return found
+
+
+def problem_path(checkout: str | Path, level: int, problem_id: int) -> Path:
+    files = problem_files(checkout, level)
+    if problem_id not in files:
+        raise ProblemError(f"level {level} of {dataset_dir(checkout)} has no problem {problem_id}")
+    return files[problem_id]
+
+
+def problem(source: str | Path, problem_id: int | None = None, *, level: int | None = None,
+            dtype: str | None = None, shape: dict[str, int] | None = None):
+    """A ``Problem`` from a problem file, or from a checkout with ``level`` and ``problem_id``.
+
+    ``problem("KernelBench/level1/19_ReLU.py")`` or ``problem(checkout, 19, level=1)``.
+    ``shape`` overrides integer globals of the file (``{"batch_size": 8}``).
+    """
+    from kernelgate.models import Problem
+
+    if problem_id is None:
+        path = Path(source)
+        if not path.is_file():
+            raise ProblemError(f"problem file not found: {path}")
+    else:
+        if level is None:
+            raise ProblemError("a problem id needs its level")
+        path = problem_path(source, level, problem_id)
+    return Problem(kind="kernelbench_file", name=str(path.resolve()), shape=dict(shape or {}), dtype=dtype)
+
+
+def dsl_for_backend(backend: str | None) -> str | None:
+    """The kernelgate DSL for a KernelBench backend name; None (detect from the source) for None."""
+    if backend is None:
+        return None
+    from kernelgate.errors import PluginError
+
+    key = backend.strip().lower()
+    if key not in BACKENDS:
+        raise PluginError(key, "a KernelBench backend kernelgate does not screen; supported: "
+                          + ", ".join(sorted(BACKENDS)))
+    return BACKENDS[key]
+
+
+def read_candidate(source: str | Path, *, backend: str | None = None, name: str | None = None,
+                   metadata: dict | None = None):
+    """A ``ModelNew`` candidate from a file path or a source string.
+
+    ``backend`` is KernelBench's name (``cuda``, ``triton``, ``tilelang``); without it the DSL is
+    detected from the source when screened.
+    """
+    from kernelgate.models import Candidate
+
+    text, label = source, name
+    if isinstance(source, Path) or ("\n" not in str(source) and str(source).endswith(".py")):
+        path = Path(source)
+        if not path.is_file():
+            raise ProblemError(f"candidate file not found: {path}")
+        text, label = path.read_text(encoding="utf-8", errors="replace"), name or path.name
+    return Candidate(source=str(text), dsl=dsl_for_backend(backend), entry="ModelNew", name=label,
+                     metadata=dict(metadata or {}))
+
+
+# --- KernelBench's eval_kernel_against_ref, screened ------------------------------------------
+
+_LOAD_REASONS = {"syntax_error", "load_error", "missing_entry", "compile_error", "load_timeout"}
+
+
+class KernelExecResult(_Model):
+    """The fields of KernelBench's ``KernelExecResult``, filled from a verdict, plus the verdict.
+
+    Times are milliseconds (KernelBench's comment says "us"; its timers return ms). ``runtime`` is the
+    candidate's mean over the timed repetitions and ``ref_runtime`` the library's, measured in the same
+    run, interleaved. The ``metadata`` keys follow KernelBench's (``hardware``, ``compilation_error``,
+    ``runtime_error``, ``correctness_issue``, ``correctness_trials``, ``max_difference``,
+    ``excessive_speedup``), with every value a string, number or bool.
+    """
+
+    compiled: bool = False
+    correctness: bool = False
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    runtime: float = -1.0
+    runtime_stats: dict[str, Any] = Field(default_factory=dict)
+    ref_runtime: float = -1.0
+    ref_runtime_stats: dict[str, Any] = Field(default_factory=dict)
+    verdict: Verdict | None = None
+    """The kernelgate ``Verdict`` this result was read from."""
+
+
+def _stats(samples: list[float], hardware: str | None) -> dict[str, Any]:
+    if not samples:
+        return {}
+    stats: dict[str, Any] = {"mean": statistics.fmean(samples), "std": statistics.pstdev(samples),
+                             "min": min(samples), "max": max(samples), "median": statistics.median(samples),
+                             "num_trials": len(samples)}
+    if hardware:
+        stats["hardware"] = hardware
+    return stats
+
+
+def result_from_verdict(verdict, *, measure_performance: bool = True,
+                        excessive_speedup_threshold: float | None = 10.0) -> KernelExecResult:
+    """KernelBench's result fields for a verdict.
+
+    ``compiled`` is False when the candidate failed to load or compile; ``correctness`` is True only
+    when numerics were actually checked and passed and the verdict is not a reject.
+    """
+    reason = verdict.reason.value if verdict.reason else None
+    n = verdict.numerics
+    device = verdict.environment.device if verdict.environment else None
+    meta: dict[str, Any] = {"kernelgate_status": verdict.status.value, "kernelgate_reason": reason,
+                            "kernelgate_summary": verdict.summary}
+    if device is not None:
+        meta["hardware"] = device.name
+    compiled = reason not in _LOAD_REASONS
+    if not compiled:
+        meta["compilation_error_name"] = reason
+        meta["compilation_error"] = verdict.failure.message if verdict.failure else reason
+    elif verdict.failure is not None and reason in {"runtime_error", "crash", "run_timeout"}:
+        meta["runtime_error_name"] = reason
+        meta["runtime_error"] = verdict.failure.message
+    correct = bool(n and n.checked and n.passed) and verdict.status.value != "reject"
+    if n is not None and n.state_copied is not None:
+        meta["state_dict_copied"] = n.state_copied
+    if n is not None and n.trials:
+        meta["correctness_trials"] = f"({sum(t.passed for t in n.trials)} / {len(n.trials)})"
+        errors = [t.max_abs_error for t in n.trials if t.max_abs_error is not None]
+        if errors:
+            meta["max_difference"] = [float(e) for e in errors]
+    if compiled and not correct:
+        if n is not None and not n.checked:
+            meta["correctness_issue"] = f"numerics not checked: {n.skipped_reason}"
+        elif verdict.failure is not None:
+            meta["correctness_issue"] = verdict.failure.message
+    result = KernelExecResult(compiled=compiled, correctness=correct, metadata=meta, verdict=verdict)
+    if measure_performance and correct and verdict.timing is not None:
+        hardware = device.name if device else None
+        result.runtime_stats = _stats(verdict.timing.candidate.samples_ms, hardware)
+        result.ref_runtime_stats = _stats(verdict.timing.library.samples_ms, hardware)
+        result.runtime = result.runtime_stats.get("mean", -1.0)
+        result.ref_runtime = result.ref_runtime_stats.get("mean", -1.0)
+        if excessive_speedup_threshold is not None and result.runtime > 0:
+            result.metadata["excessive_speedup"] = result.ref_runtime / result.runtime > excessive_speedup_threshold
+    return result
+
+
+def _reference_file(original_model_src: str) -> Path:
+    """The reference source in a file named by its hash (the worker imports problems by path)."""
+    import hashlib
+    import os
+
+    digest = hashlib.sha256(original_model_src.encode()).hexdigest()[:24]
+    env = os.environ.get("KERNELGATE_CACHE_DIR")
+    root = (Path(env).expanduser() if env else Path.home() / ".cache" / "kernelgate") / "kernelbench_refs"
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / f"ref_{digest}.py"
+    if not path.is_file() or path.read_text() != original_model_src:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(original_model_src)
+        tmp.replace(path)
+    return path
+
+
+def _dtype_name(precision: Any) -> str | None:
+    if precision is None:
+        return None
+    name = str(precision).rsplit(".", 1)[-1]
+    name = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "half": "float16", "float": "float32"}.get(name, name)
+    if name not in ("float32", "float16", "bfloat16"):
+        raise ProblemError(f"precision {precision!r} is not float32, float16 or bfloat16")
+    return name
+
+
+def eval_kernel_against_ref(
+    original_model_src: str,
+    custom_model_src: str,
+    seed_num: int = 42,
+    num_correct_trials: int = 1,
+    num_perf_trials: int = 10,
+    measure_performance: bool = False,
+    timing_method: str = "cuda_event",
+    verbose: bool = False,
+    build_dir: Any = None,
+    device: Any = None,
+    backend: str = "cuda",
+    precision: Any = "float32",
+    check_for_excessive_speedup: bool = True,
+    excessive_speedup_threshold: float = 10,
+    *,
+    policy: Any = None,
+    options: Any = None,
+    runner: Any = None,
+) -> KernelExecResult:
+    """KernelBench's ``eval_kernel_against_ref``, answered by ``kernelgate.screen``.
+
+    Same inputs and result fields; the verdict rides along as ``result.verdict``. Differences, all
+    in the direction of a stricter, isolated screen:
+
+    - the candidate runs in a worker process (a crash is a result, not a dead caller);
+    - the reference's parameters are copied into ``ModelNew`` with ``load_state_dict`` after
+      being randomized, instead of relying on ``seed_num`` (which is therefore unused);
+    - ``num_correct_trials`` trials (at most 5) each draw inputs from another distribution;
+    - when a GPU is present the library is always timed in the same run, interleaved with the
+      candidate (``num_perf_trials`` repetitions, at least 5); ``measure_performance`` only
+      decides whether ``runtime`` and ``ref_runtime`` are filled; ``timing_method``, ``build_dir``
+      and ``device`` are accepted and not used (the worker uses the GPU the process sees: set
+      ``CUDA_VISIBLE_DEVICES`` to choose one; compiled code goes to kernelgate's compile cache).
+    ``backend`` is KernelBench's name (``cuda``, ``triton``, ``tilelang``) or None to detect it.
+    """
+    import logging
+
+    from kernelgate.gate import screen
+    from kernelgate.policy import DEFAULT_POLICY
+    from kernelgate.worker import ScreenOptions
+
+    spec = problem(_reference_file(original_model_src), dtype=_dtype_name(precision))
+    candidate = read_candidate(custom_model_src if "\n" in custom_model_src else custom_model_src + "\n",
+                               backend=backend, name="ModelNew")
+    if options is None:
+        options = ScreenOptions(numerics_trials=max(1, min(int(num_correct_trials), 5)),
+                                timing_reps=max(5, int(num_perf_trials)))
+    verdict = screen(candidate, spec, policy=policy or DEFAULT_POLICY, options=options, runner=runner)
+    if verbose:
+        logging.getLogger(__name__).info("%s", verdict.summary)
+    return result_from_verdict(verdict, measure_performance=measure_performance,
+                               excessive_speedup_threshold=excessive_speedup_threshold if check_for_excessive_speedup else None)

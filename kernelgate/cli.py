@@ -1,7 +1,9 @@
-"""Command line: ``kernelgate screen``, ``kernelgate calibrate``, ``kernelgate ops``.
+"""Command line: ``kernelgate screen``, ``batch``, ``report``, ``calibrate``, ``ops``.
 
 Exit codes of ``screen``: 0 accept, 10 repair, 11 structural, 12 reject, 13 untimed,
 2 usage error (bad arguments, unknown problem), 3 a fault of the gate itself.
+``batch`` (a folder of KernelBench generations into the verdict log) and ``report`` (HTML from the
+log) exit 0 when they did their job, whatever the verdicts, and 2 or 3 as above.
 """
 
 from __future__ import annotations
@@ -136,6 +138,41 @@ def _cmd_ops(args) -> int:
     return 0
 
 
+def _cmd_batch(args) -> int:
+    from kernelgate.adapters.batch import kernelbench_eval_results, screen_runs
+    from kernelgate.store import VerdictLog
+    from kernelgate.worker import ScreenOptions
+
+    options = ScreenOptions(**({"timing_reps": args.reps} if args.reps else {}))
+    with VerdictLog(args.log) as log:
+        result = screen_runs(args.kernelbench, args.level, args.runs, log=log, batch=args.batch,
+                             backend=args.backend, dtype=args.dtype, problem_ids=args.problem or None, options=options)
+    if args.eval_json:
+        Path(args.eval_json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.eval_json).write_text(json.dumps(kernelbench_eval_results(result), indent=2))
+    for gen, why in result.skipped:
+        print(f"skipped {gen.path.name}: {why}", file=sys.stderr)
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(result.counts().items())) or "nothing screened"
+    print(f"batch {result.batch}: {len(result.items)} verdicts ({counts}), {len(result.skipped)} skipped; "
+          f"log {args.log}")
+    return 0
+
+
+def _cmd_report(args) -> int:
+    from kernelgate.report import write_report
+    from kernelgate.store import VerdictLog
+
+    if not Path(args.log).is_file():
+        raise ProblemError(f"log file not found: {args.log}")
+    with VerdictLog(args.log) as log:
+        names = [args.batch] if args.batch else [b.name for b in log.batches()]
+        if not names:
+            raise ProblemError(f"{args.log} holds no verdicts")
+        for name in names:
+            print(write_report(log, name, args.out))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kernelgate", description="Screen GPU kernels written by LLMs.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -149,6 +186,26 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--reps", type=int, default=None, help="timing repetitions (default 30)")
     s.add_argument("--json", action="store_true", help="print only the verdict as JSON")
     s.set_defaults(func=_cmd_screen)
+    b = sub.add_parser("batch", help="screen a folder of KernelBench generations into the verdict log")
+    b.add_argument("--kernelbench", required=True, metavar="CHECKOUT", help="a KernelBench checkout (or its KernelBench/ folder)")
+    b.add_argument("--level", type=int, required=True, help="the KernelBench level of the generations")
+    b.add_argument("--runs", required=True, metavar="DIR",
+                   help="a folder of level_<l>_problem_<id>_sample_<s>_kernel.py files (KernelBench's runs/<name>)")
+    b.add_argument("--log", default="kernelgate.sqlite", help="the verdict log (SQLite; default ./kernelgate.sqlite)")
+    b.add_argument("--batch", default=None, help="the batch name in the log (default: the runs folder's name)")
+    b.add_argument("--backend", choices=["cuda", "triton", "tilelang"], default=None,
+                   help="KernelBench's backend of every file (detected per file by default)")
+    b.add_argument("--problem", type=int, action="append", metavar="ID", help="only this problem id (repeatable)")
+    b.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], default=None)
+    b.add_argument("--reps", type=int, default=None, help="timing repetitions (default 30)")
+    b.add_argument("--eval-json", default=None, metavar="FILE",
+                   help="also write KernelBench's eval_results.json layout (problem id -> samples)")
+    b.set_defaults(func=_cmd_batch)
+    r = sub.add_parser("report", help="write an HTML page per batch from the verdict log")
+    r.add_argument("--log", default="kernelgate.sqlite", help="the verdict log (default ./kernelgate.sqlite)")
+    r.add_argument("--batch", default=None, help="one batch (default: every batch in the log)")
+    r.add_argument("--out", required=True, metavar="DIR", help="folder for <batch>.html and <batch>-roofline.png")
+    r.set_defaults(func=_cmd_report)
     c = sub.add_parser("calibrate", help="measure this GPU's bandwidth and GEMM rates and cache them")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=_cmd_calibrate)
