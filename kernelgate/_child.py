@@ -3,8 +3,8 @@
 Order matters: the private result channel is taken and stdout/stderr are sent to a log file
 before torch or the candidate is imported, so nothing the candidate prints can reach the parent
 as a record. Then torch (and the CUDA context) come up, the process announces itself ready and
-waits for one job on stdin. After the job it exits at once: threads the candidate started
-cannot keep it alive.
+waits for one job on stdin, sets that job's limits (``_limit``) and runs it. After the job it
+exits at once: threads the candidate started cannot keep it alive.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ def main() -> None:
     from kernelgate.worker import Job
 
     job = Job.model_validate_json(line)
+    _limit(job.options, torch)
 
     def emit(phase, partial) -> None:
         send({"type": "phase", "phase": phase,
@@ -63,6 +64,32 @@ def main() -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def _limit(opts, torch) -> None:
+    """Per-job limits, set before the candidate is imported (the spare started before its job was known).
+
+    Files: ``RLIMIT_FSIZE``, with SIGXFSZ ignored so that a write past it fails with an error the
+    candidate sees (a flood of output ends as an exception, not a dead worker). Host memory:
+    ``RLIMIT_DATA`` where no GPU is visible; with a GPU only the parent's watchdog on the resident
+    size applies (the CUDA driver maps large regions that address-space limits would refuse).
+    GPU memory: the caching allocator's share of the device.
+    """
+    import resource
+    import signal
+
+    from kernelgate.worker import default_host_memory_mb
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    size = opts.max_file_mb << 20
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+    if torch.cuda.is_available():
+        torch.cuda.set_per_process_memory_fraction(opts.gpu_memory_fraction)
+    else:
+        data = (opts.host_memory_mb or default_host_memory_mb()) << 20
+        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        if hard == resource.RLIM_INFINITY or data < hard:
+            resource.setrlimit(resource.RLIMIT_DATA, (data, data if hard == resource.RLIM_INFINITY else hard))
 
 
 if __name__ == "__main__":

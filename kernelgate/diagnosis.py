@@ -64,6 +64,11 @@ def _hint(code: str, dsl: str) -> str:
 
 
 def _tiny_block(k: KernelArtifact, cost: Cost | None, sm_count: int) -> Finding | None:
+    threads = k.constexprs.get("threads")
+    if isinstance(threads, int) and threads < 32:
+        return Finding(code="tiny_block", kind="repairable", kernel=k.name,
+                       evidence=f"{threads} thread(s) per block: {32 - threads} of 32 lanes of each warp idle",
+                       hint=_hint("tiny_block", k.dsl))
     blocks = [v for n, v in k.constexprs.items() if n.upper().startswith("BLOCK") and isinstance(v, int)]
     if k.num_warps == 1 and blocks and max(blocks) <= 64:
         return Finding(code="tiny_block", kind="repairable", kernel=k.name,

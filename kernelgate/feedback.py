@@ -26,6 +26,17 @@ _REJECT_ADVICE = {
                                "library op or plain torch instead.",
     Reason.unsynchronized_work: "Run all work on the current stream; do not use side streams or threads.",
     Reason.exceeds_roofline: "The reported time is physically impossible; compute the full result on every call.",
+    Reason.out_of_memory: "The code ran out of memory; allocate only the output and small scratch buffers.",
+    Reason.tampering: "Do not patch torch, timers, the evaluation or process-wide settings; only compute the result.",
+    Reason.introspection: "Do not inspect the caller's frames or the garbage collector; use only the inputs you are given.",
+    Reason.library_op_used: "Do the computation in your kernel; do not hand the main work to torch or a library op.",
+    Reason.side_stream: "Launch every kernel on the current stream; do not create other streams.",
+    Reason.output_caching: "Compute the result from the inputs on every call; return a fresh output tensor each time.",
+    Reason.input_mutation: "Do not modify the inputs; write results only to the output.",
+    Reason.background_work: "Finish all work before returning; do not start threads.",
+    Reason.forbidden_call: "Do not start processes or write files outside the working directory.",
+    Reason.shape_specialized: "Handle every shape (masks for ragged edges); do not branch on the tested shape.",
+    Reason.recheck_mismatch: "Return correct results on every call, not only the first ones.",
 }
 
 

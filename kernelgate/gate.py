@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
-from kernelgate import __version__, roofline
+from kernelgate import __version__, integrity, roofline
 from kernelgate.diagnosis import diagnose
 from kernelgate.dsl import detect_dsl, get_plugin, plugins
 from kernelgate.feedback import write_feedback, write_summary
@@ -43,11 +43,14 @@ def screen(candidate: Candidate, problem: Problem | None = None, *, policy: Poli
     if dsl is not None:
         get_plugin(dsl)  # an unknown DSL is the caller's mistake: PluginError, before any process starts
     failure = _unparsable(candidate.source)  # costs no process
+    hits = integrity.scan(candidate.source)
+    failure = failure or integrity.static_failure(hits)  # a rule that rejects alone: patched timers, frame walks...
     if failure is None and dsl is None:
         failure = Failure(reason=Reason.no_kernel_launched, stage="load",
                           message="the source imports no supported kernel DSL (" + ", ".join(plugins()) + ")")
     if failure is not None:
-        return _verdict(candidate, problem, dsl, Measurement(failure=failure), policy, started, {})
+        measurement = Measurement(failure=failure, integrity=integrity.evidence_findings(hits))
+        return _verdict(candidate, problem, dsl, measurement, policy, started, {})
     candidate = candidate.model_copy(update={"dsl": dsl})
     options = options or ScreenOptions()
     if options.physics_limit > policy.u_impossible:  # retime wherever the policy would reject
@@ -91,7 +94,7 @@ def metrics_of(m: Measurement) -> Metrics | None:
 def _verdict(candidate: Candidate, problem: Problem, dsl: str | None, m: Measurement, policy: Policy,
              started: float, seconds: dict[str, float]) -> Verdict:
     sm_count = m.environment.device.sm_count if m.environment and m.environment.device else None
-    findings = diagnose(m.kernels, m.cost, sm_count)
+    findings = diagnose(m.kernels, m.cost, sm_count) + list(m.integrity)
     metrics = metrics_of(m) if m.failure is None else None
     message = None
     if m.failure is not None:

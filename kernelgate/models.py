@@ -93,6 +93,28 @@ class Reason(str, Enum):
     """Wall-clock time under a device sync far exceeds the event time: work escaped the timer."""
     exceeds_roofline = "exceeds_roofline"
     """Faster than the physical floor allows, twice: the measurement is gamed or broken."""
+    out_of_memory = "out_of_memory"
+    """The candidate exhausted the worker's host or GPU memory limit."""
+    tampering = "tampering"
+    """The candidate patched timers, torch, the harness, ``sys.modules`` or process-wide math settings."""
+    introspection = "introspection"
+    """The candidate walked frames or the garbage collector's objects (where the reference output lives)."""
+    library_op_used = "library_op_used"
+    """A library op (torch, cuBLAS, cuDNN) did most of the work instead of the candidate's kernel."""
+    side_stream = "side_stream"
+    """The candidate ran work on a stream other than the one the gate times."""
+    output_caching = "output_caching"
+    """Outputs replayed from an earlier call (keyed by address or content), or a returned buffer reused."""
+    input_mutation = "input_mutation"
+    """The candidate changed its inputs."""
+    background_work = "background_work"
+    """Threads or deferred work still running, or outputs still changing, after the call returned."""
+    forbidden_call = "forbidden_call"
+    """A fork, a subprocess, or a write outside the worker's temp dir."""
+    shape_specialized = "shape_specialized"
+    """Correct only at the tested shape: wrong at a neighbouring shape, with a literal shape branch in the source."""
+    recheck_mismatch = "recheck_mismatch"
+    """Outputs rechecked after timing (or after many calls) are wrong: behaviour changed once timed."""
 
 
 class Candidate(Model):
@@ -288,6 +310,8 @@ class Measurement(Model):
     """Things the verdict must say (state not copied, numerics skipped, artifacts unavailable, ...)."""
     stage_seconds: dict[str, float] = Field(default_factory=dict)
     """Wall-clock seconds per worker stage (load, numerics, artifacts, timing)."""
+    integrity: list[Finding] = Field(default_factory=list)
+    """Static integrity evidence that did not reject on its own (``kernelgate.integrity``)."""
 
 
 class Finding(Model):
@@ -381,3 +405,4 @@ class Verdict(Model):
 
 
 Candidate.model_rebuild()
+Measurement.model_rebuild()

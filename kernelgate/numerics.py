@@ -20,7 +20,8 @@ import torch
 
 from kernelgate.models import Reason, TrialResult
 
-__all__ = ["Tolerance", "TOLERANCES", "compare", "poisoned_allocations", "check_trial_output"]
+__all__ = ["Tolerance", "TOLERANCES", "compare", "poisoned_allocations", "check_trial_output", "same_values",
+           "changed_inputs"]
 
 
 @dataclass(frozen=True)
@@ -109,21 +110,58 @@ def check_trial_output(distribution: str, out: object, ref: torch.Tensor, ref64:
 
 
 def compare(distribution: str, candidate: Callable, reference: Callable, reference64: Callable,
-            inputs: list, dtype: torch.dtype) -> tuple[TrialResult, torch.Tensor]:
+            inputs: list, dtype: torch.dtype, *, after_call: Callable[[], None] | None = None,
+            recorder: contextlib.AbstractContextManager | None = None,
+            keep_alive: list | None = None) -> tuple[TrialResult, torch.Tensor]:
     """Run reference (dtype and fp64) and candidate on copies of ``inputs``; check the output.
 
     The reference runs first and its output stays alive while the candidate runs, so a candidate
-    cannot pick up the reference's freed output memory. Returns the result and the reference output.
+    cannot pick up the reference's freed output memory. The candidate's copies of the inputs are
+    compared with the pristine originals afterwards (``input_mutation``). ``after_call`` runs right
+    after the candidate returns, before its output is looked at (the integrity guard: a patched
+    checker cannot restore itself in between). ``recorder`` is entered around the candidate's call
+    only. ``keep_alive`` receives the candidate's input copies and output: a caller that keeps them
+    across trials gives every trial fresh buffer addresses (no address of an earlier trial is
+    reused, so a cache keyed by pointer never hits by chance). Returns the result and the reference output.
     """
     tol = TOLERANCES[dtype]
     with torch.no_grad():
         ref = reference(*[_clone(x) for x in inputs])
         ref64 = reference64(*[_to64(x) for x in inputs])
         _sync()
+        given = [_clone(x) for x in inputs]
         with poisoned_allocations():
-            out = candidate(*[_clone(x) for x in inputs])
+            with recorder if recorder is not None else contextlib.nullcontext():
+                out = candidate(*given)
             _sync()
+    if keep_alive is not None:
+        keep_alive.append((given, out))
+    if after_call is not None:
+        after_call()
+    mutated = changed_inputs(inputs, given)
+    if mutated:
+        return TrialResult(distribution=distribution, passed=False, reason=Reason.input_mutation,
+                           message=f"the candidate changed its input(s) {', '.join(mutated)}"), ref
     return check_trial_output(distribution, out, ref, ref64.double(), tol), ref
+
+
+def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bitwise-equal values (NaN equal to NaN), same shape and dtype."""
+    if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
+        return False
+    equal = (a == b)
+    if a.is_floating_point():
+        equal = equal | (torch.isnan(a) & torch.isnan(b))
+    return bool(equal.all())
+
+
+def changed_inputs(originals: list, given: list) -> list[str]:
+    """Positions (``#0``...) of tensor inputs whose values, shape or dtype differ from the originals."""
+    changed = []
+    for index, (orig, seen) in enumerate(zip(originals, given)):
+        if isinstance(orig, torch.Tensor) and isinstance(seen, torch.Tensor) and not same_values(orig, seen):
+            changed.append(f"#{index} {tuple(orig.shape)}")
+    return changed
 
 
 def _clone(x):

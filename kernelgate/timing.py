@@ -5,7 +5,8 @@ a buffer larger than the L2 (so neither side finds the other's data in cache), r
 event, call, record an end event, synchronize the whole device, read the host clock. The events give
 the kernel time; the host clock under a device-wide sync sees work on every stream, so a
 candidate that hides work on a side stream shows a wall time far above its event time.
-Inputs rotate over several distinct sets (fresh contents and addresses).
+Inputs rotate over several distinct sets (fresh contents and addresses). The candidate's last
+output on each set is kept for a recheck after timing (``keep``).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def launch_overhead_ms(reps: int = 50) -> float:
     return statistics.median(walls[5:])
 
 
-def _time_once(fn: Callable, inputs: list, flush: torch.Tensor) -> tuple[float, float]:
+def _time_once(fn: Callable, inputs: list, flush: torch.Tensor) -> tuple[float, float, object]:
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     torch.cuda.synchronize()
     # Evict the L2 (ints, so the write cannot be skipped as zeros). No sync after it: the GPU is
@@ -58,16 +59,21 @@ def _time_once(fn: Callable, inputs: list, flush: torch.Tensor) -> tuple[float, 
     flush.fill_(1)
     t0 = time.perf_counter()
     start.record()
-    fn(*inputs)
+    out = fn(*inputs)
     end.record()
     torch.cuda.synchronize()
     wall = (time.perf_counter() - t0) * 1e3
-    return start.elapsed_time(end), wall
+    return start.elapsed_time(end), wall, out
 
 
 def time_pair(candidate: Callable, library: Callable, input_sets: list[list], *, warmup: int = 3,
-              reps: int = 30, max_seconds: float = 30.0, rounds: int = 1) -> TimingReport:
-    """Interleaved timings of both callables; stops early (>= 5 reps) past ``max_seconds``."""
+              reps: int = 30, max_seconds: float = 30.0, rounds: int = 1,
+              keep: dict[int, object] | None = None) -> TimingReport:
+    """Interleaved timings of both callables; stops early (>= 5 reps) past ``max_seconds``.
+
+    ``keep``, when given, receives the candidate's output of its last timed call on each input set
+    (by index), so the caller can recheck what was timed.
+    """
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
     with torch.no_grad():
         for i in range(warmup):
@@ -82,7 +88,10 @@ def time_pair(candidate: Callable, library: Callable, input_sets: list[list], *,
             inputs = input_sets[rep % len(input_sets)]
             order = (("candidate", candidate), ("library", library))
             for side, fn in order if rep % 2 == 0 else order[::-1]:
-                event_ms, wall_ms = _time_once(fn, inputs, flush)
+                event_ms, wall_ms, out = _time_once(fn, inputs, flush)
+                if keep is not None and side == "candidate":
+                    keep[rep % len(input_sets)] = out
+                del out
                 times[side].append(event_ms)
                 walls[side].append(wall_ms)
             if rep >= 4 and time.perf_counter() - began > max_seconds:

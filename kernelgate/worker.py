@@ -12,7 +12,12 @@ Rules every worker follows:
 - each phase has its own deadline (load and compile, run, artifacts, timing); past it the whole
   process group is killed;
 - a dead child (segfault, illegal address, ``os._exit``, out of memory) becomes a ``Failure``, with
-  the last partial measurement kept.
+  the last partial measurement kept;
+- limits per worker: a clean environment (``child_environment``: ``HOME`` and ``TMPDIR`` are its
+  temp dir, which is also its cwd), a host-memory watchdog on the resident size (all machines; on
+  a GPU machine it is the only host limit, because address-space limits break the CUDA driver's
+  reservations), ``RLIMIT_DATA`` as well where no GPU is visible, ``RLIMIT_FSIZE`` against floods
+  of output, and a cap on the GPU's caching allocator (set in the child).
 """
 
 from __future__ import annotations
@@ -39,7 +44,8 @@ from kernelgate._base import Model
 from kernelgate.errors import ProblemError, WorkerError
 from kernelgate.models import Candidate, Failure, Measurement, Problem, Reason
 
-__all__ = ["ScreenOptions", "Job", "WorkerResult", "Worker", "WorkerPool", "default_pool"]
+__all__ = ["ScreenOptions", "Job", "WorkerResult", "Worker", "WorkerPool", "default_pool", "child_environment",
+           "default_host_memory_mb"]
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +73,17 @@ class ScreenOptions(Model):
     physics_limit: float = Field(default=1.1, gt=1)
     """Retime when U at the fastest math mode exceeds this (``screen`` lowers it to ``Policy.u_impossible``)."""
     startup_timeout_s: float = Field(default=120.0, gt=0)
+    host_memory_mb: int | None = Field(default=None, ge=256)
+    """Host memory one worker may use; None: half the machine's memory, at most 32 GiB. Enforced by a
+    watchdog on the worker's resident size (all machines) and, without a GPU, by ``RLIMIT_DATA``."""
+    gpu_memory_fraction: float = Field(default=0.85, gt=0, le=1)
+    """Share of the GPU's memory the worker's caching allocator may hold (``set_per_process_memory_fraction``)."""
+    max_file_mb: int = Field(default=512, ge=1)
+    """Largest file the worker may write (``RLIMIT_FSIZE``): its log included, so a flood of output stops."""
+    settle_delay_s: float = Field(default=0.05, ge=0)
+    """How long after a call the output is watched for late writes (background work)."""
+    recheck_calls: int = Field(default=6, ge=0)
+    """Without a GPU (no timing loop): further calls before the last outputs are rechecked."""
 
 
 class Job(Model):
@@ -93,6 +110,48 @@ class _Record(Model):
     message: str | None = None
 
 
+_PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "PYTHONPATH", "VIRTUAL_ENV", "LD_LIBRARY_PATH", "CC", "CXX",
+               "KERNELGATE_CACHE_DIR")
+_PASSED_PREFIXES = ("CUDA_", "TRITON_", "NVIDIA_", "TILELANG_", "TVM_", "NCCL_", "OMP_", "MKL_")
+_SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "KEY", "CREDENTIAL", "SEED")
+
+
+def child_environment(base: dict[str, str], workdir: Path) -> dict[str, str]:
+    """The worker's environment: only what torch, the DSLs and their compilers need.
+
+    ``HOME`` and ``TMPDIR`` are the worker's own temp dir; nothing that looks like a credential
+    or a seed passes, even under a passed prefix; ``TRITON_INTERPRET`` is the worker's to set.
+    """
+    env = {k: v for k, v in base.items()
+           if (k in _PASSED_ENV or k.startswith(_PASSED_PREFIXES)) and not any(w in k.upper() for w in _SECRET_WORDS)}
+    env.pop("TRITON_INTERPRET", None)
+    env.setdefault("PATH", os.defpath)
+    env.update(HOME=str(workdir), TMPDIR=str(workdir), PYTHONNOUSERSITE="1")
+    if "KERNELGATE_CACHE_DIR" not in env:  # the calibration cache is found where the parent finds it
+        env["KERNELGATE_CACHE_DIR"] = str(Path.home() / ".cache" / "kernelgate")
+    return env
+
+
+def default_host_memory_mb() -> int:
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // (1 << 20)
+    except (ValueError, OSError):
+        total = 16384
+    return int(min(32768, max(1024, total // 2)))
+
+
+def resident_mb(pid: int) -> float | None:
+    """Resident set size of a process in MiB (Linux ``/proc``), or None."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
 class Worker:
     """One child process, used for exactly one job."""
 
@@ -100,8 +159,9 @@ class Worker:
         self.workdir = Path(tempfile.mkdtemp(prefix="kernelgate-"))
         read_fd, write_fd = os.pipe()
         self._started = time.perf_counter()
-        child_env = dict(os.environ if env is None else env)
-        child_env.pop("TRITON_INTERPRET", None)
+        child_env = child_environment(dict(os.environ if env is None else env), self.workdir)
+        self._memory_limit_mb: float | None = None
+        self._peak_rss_mb = 0.0
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "kernelgate._child", str(write_fd), str(self.workdir)],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -128,14 +188,31 @@ class Worker:
                         log.warning("worker sent an invalid record (%d bytes); ignored", len(line))
                         continue
                 remaining = deadline - time.monotonic()
-                if remaining <= 0 or not sel.select(timeout=remaining):
+                if remaining <= 0:
                     return None
+                if not sel.select(timeout=min(remaining, 0.25)):
+                    if self._over_memory():
+                        return None
+                    continue
                 chunk = self._reader.read(1 << 20)
                 if not chunk:
                     return None
                 self._buffer += chunk
         finally:
             sel.close()
+
+    def _over_memory(self) -> bool:
+        """The watchdog: True (and the group killed) when the worker's resident size passes its limit."""
+        if self._memory_limit_mb is None:
+            return False
+        rss = resident_mb(self.proc.pid)
+        if rss is None:
+            return False
+        self._peak_rss_mb = max(self._peak_rss_mb, rss)
+        if rss <= self._memory_limit_mb:
+            return False
+        self.kill()
+        return True
 
     def wait_ready(self, timeout: float) -> None:
         if self._ready:
@@ -205,6 +282,8 @@ class Worker:
         except (BrokenPipeError, WorkerError) as exc:
             self.close()
             raise WorkerError(f"could not hand the job to a worker: {exc}") from exc
+        self._memory_limit_mb = float(opts.host_memory_mb or default_host_memory_mb())
+        self._peak_rss_mb = 0.0
         budgets = {"load": opts.load_timeout_s, "run": opts.run_timeout_s,
                    "artifacts": opts.load_timeout_s, "timing": opts.run_timeout_s}
         phase, deadline = "load", time.monotonic() + opts.load_timeout_s
@@ -233,7 +312,8 @@ class Worker:
             elif record.type == "problem_error":
                 self.close()
                 raise ProblemError(record.message or "the problem could not be built")
-        timed_out = outcome is None and time.monotonic() >= deadline
+        over_memory = outcome is None and self._peak_rss_mb > (self._memory_limit_mb or float("inf"))
+        timed_out = outcome is None and not over_memory and time.monotonic() >= deadline
         if outcome is None:
             self.kill()
         else:
@@ -241,11 +321,17 @@ class Worker:
                 self.proc.wait(timeout=30)
             except subprocess.TimeoutExpired:  # the result is in; lingering threads are killed
                 self.kill()
-        exit_text = "killed after timeout" if timed_out else self._exit_text()
+        exit_text = ("killed after timeout" if timed_out else
+                     f"killed at {self._peak_rss_mb:.0f} MiB resident" if over_memory else self._exit_text())
         tail = self.log_tail()
         if outcome is None:
             outcome = partial
-            outcome.failure = _supervisor_failure(phase, timed_out, exit_text, tail, budgets[phase])
+            if over_memory:
+                outcome.failure = Failure(reason=Reason.out_of_memory, stage=phase, message=(
+                    f"the worker's resident memory reached {self._peak_rss_mb:.0f} MiB, over its limit of "
+                    f"{self._memory_limit_mb:.0f} MiB, in the {phase} phase; it was killed"))
+            else:
+                outcome.failure = _supervisor_failure(phase, timed_out, exit_text, tail, budgets[phase])
         seconds["job"] = round(time.perf_counter() - t0, 4)
         self.close()
         return WorkerResult(measurement=outcome, exit=exit_text, log_tail=tail,
@@ -259,14 +345,17 @@ def _supervisor_failure(phase: str, timed_out: bool, exit_text: str, tail: str, 
                        message=f"no result within {budget:g} s in the {phase} phase; the worker was killed")
     lowered = tail.lower()
     hint = ""
-    if "illegal memory access" in lowered or "illegal address" in lowered:
+    if "SIGXFSZ" in exit_text:
+        hint = " (it wrote a file past the size limit: a flood of output)"
+    elif "illegal memory access" in lowered or "illegal address" in lowered:
         hint = " (an illegal memory access)"
     elif "out of memory" in lowered or "memoryerror" in lowered:
         hint = " (out of memory)"
     elif "segmentation fault" in lowered or "SIGSEGV" in exit_text:
         hint = " (a segmentation fault)"
     last = "\n".join(tail.strip().splitlines()[-6:])
-    return Failure(reason=Reason.crash, stage=phase,
+    reason = Reason.out_of_memory if hint == " (out of memory)" else Reason.crash
+    return Failure(reason=reason, stage=phase,
                    message=f"the worker died in the {phase} phase with {exit_text}{hint}" + (f":\n{last}" if last else ""))
 
 

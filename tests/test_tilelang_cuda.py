@@ -170,3 +170,37 @@ ptxas info    : Used 40 registers, used 1 barriers, 2048 bytes smem, 360 bytes c
     (res,) = _nvcc.parse_ptxas(text).values()
     assert (res.registers, res.spill_bytes, res.shared_bytes, res.stack_bytes) == (40, 8, 2048, 8)
     assert _nvcc.pick_entries(["_Z6kernelPf", "_Z5otherPf"], "kernel", "float32") == ["_Z6kernelPf"]
+
+
+def test_cuda_threads_per_block_from_the_launch_sites():
+    from kernelgate.dsl.cuda import _threads_per_block
+
+    source = """
+constexpr int kThreads = 256;
+#define TILE 16
+__global__ void a(float* x) {}
+__global__ void b(float* x) {}
+__global__ void c(float* x) {}
+__global__ void d(float* x) {}
+void go(int rows, int n) {
+    a<float, true><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x);
+    dim3 block(TILE, TILE);
+    b<<<grid, block>>>(x);
+    c<<<rows, 1>>>(x);
+    d<<<rows, n>>>(x);
+}
+"""
+    assert [_threads_per_block(source, k) for k in "abcd"] == [256, 256, 1, None]
+
+
+def test_one_thread_blocks_are_a_tiny_block_finding():
+    from kernelgate.diagnosis import diagnose
+    from kernelgate.hardware import MathMode
+    from kernelgate.models import Cost, KernelArtifact
+
+    kernel = KernelArtifact(name="k", dsl="cuda", target="cuda:90", launches=1, num_warps=1,
+                            constexprs={"threads": 1}, grid=None)
+    cost = Cost(flops=1e6, bytes_compulsory=1e8, math_mode=MathMode.fp32, peak_mode=MathMode.fp32, estimate="t")
+    (finding,) = diagnose([kernel], cost)
+    assert finding.code == "tiny_block" and "1 thread(s) per block" in finding.evidence
+    assert "128-256 threads" in finding.hint

@@ -14,6 +14,7 @@ static checks. A build error is a ``compile_error`` with nvcc's messages, trimme
 
 from __future__ import annotations
 
+import math
 import re
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelgate import compile_cache
+from kernelgate.integrity import compiler_section
 from kernelgate.dsl import Launch, LaunchLog
 from kernelgate.dsl import _nvcc
 from kernelgate.models import KernelArtifact, Reason
@@ -115,6 +117,48 @@ def _launch_map(cuda_source: str, functions: list[str], kernels: list[str]) -> d
     return found
 
 
+def _split_top_level(text: str) -> list[str]:
+    """Split on commas outside parentheses, brackets and template angle brackets."""
+    parts, depth, current = [], 0, ""
+    for ch in text:
+        if ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    return [*parts, current.strip()] if current.strip() else parts
+
+
+def _constant(source: str, expr: str) -> int | None:
+    """An integer literal, a ``constexpr``/``const`` integer, a ``#define``, or a ``dim3`` of those."""
+    expr = expr.strip()
+    if re.fullmatch(r"\d+[uUlL]*", expr):
+        return int(re.sub(r"[uUlL]", "", expr))
+    if m := re.fullmatch(r"dim3\s*\((.*)\)", expr):
+        dims = [_constant(source, d) for d in _split_top_level(m.group(1))]
+        return None if None in dims else math.prod(dims)
+    if re.fullmatch(r"\w+", expr):
+        if m := re.search(rf"(?:constexpr|const)\s+[\w:]+\s+{expr}\s*=\s*(\d+)", source) or \
+                re.search(rf"#define\s+{expr}\s+\(?(\d+)\)?", source):
+            return int(m.group(1))
+        if m := re.search(rf"dim3\s+{expr}\s*\(([^;]*)\)\s*;", source):
+            return _constant(source, f"dim3({m.group(1)})")
+    return None
+
+
+def _threads_per_block(cuda_source: str, kernel: str) -> int | None:
+    """Threads per block at the kernel's launch sites, when the source fixes it (all sites agree)."""
+    found = set()
+    for m in re.finditer(rf"\b{re.escape(kernel)}\s*(?:<[^;]*?>)?\s*<<<(.*?)>>>", cuda_source, re.DOTALL):
+        args = _split_top_level(m.group(1))
+        found.add(_constant(cuda_source, args[1]) if len(args) >= 2 else None)
+    return found.pop() if len(found) == 1 else None
+
+
 def _static_options(name: str, extra_cuda_cflags: list[str], extra_include_paths: list[str]) -> list[str]:
     from torch.utils.cpp_extension import COMMON_NVCC_FLAGS, include_paths
 
@@ -202,9 +246,11 @@ class CudaPlugin:
             ext.first_line = _source_line(sys._getframe(1).f_code.co_filename, _as_list(cuda_sources))
             began = time.perf_counter()
             if interpret:
-                ext.static = _nvcc.compile_static(ext.cuda_source, arch=STATIC_ARCH, label="cuda",
-                                                  options=_static_options(name, _as_list(kwargs.get("extra_cuda_cflags")),
-                                                                          _as_list(kwargs.get("extra_include_paths"))))
+                with compiler_section():
+                    ext.static = _nvcc.compile_static(ext.cuda_source, arch=STATIC_ARCH, label="cuda",
+                                                      options=_static_options(
+                                                          name, _as_list(kwargs.get("extra_cuda_cflags")),
+                                                          _as_list(kwargs.get("extra_include_paths"))))
                 if not ext.static.ok:
                     raise CudaBuildError(f"extension {name!r} did not compile:\n{_candidate_lines(ext.static.errors, ext)}")
                 ext.cached = ext.static.cached
@@ -248,7 +294,8 @@ class CudaPlugin:
         kwargs = dict(kwargs, build_directory=str(build_dir), verbose=False)
         ext.build_dir = build_dir
         try:
-            return original(name, **kwargs)
+            with compiler_section():
+                return original(name, **kwargs)
         except Exception as exc:
             errors = _nvcc.trim_nvcc_errors(str(exc), "cuda.cu")
             raise CudaBuildError(f"extension {name!r} did not build:\n{_candidate_lines(errors, ext)}") from None
@@ -282,10 +329,12 @@ class CudaPlugin:
                 if result is not None and result.ok:
                     view, res = _nvcc.kernel_view(result, kernel, log.problem_dtype)
                     asm.update(view)
+                threads = _threads_per_block(ext.cuda_source, kernel)
                 found.append(KernelArtifact(
                     name=kernel, dsl="cuda", target=target, launches=log.counts.get(kernel, 0),
+                    num_warps=-(-threads // 32) if threads else None,
                     shared_bytes=res.shared_bytes, registers=res.registers, spill_bytes=res.spill_bytes,
-                    constexprs={}, asm=asm, from_cache=ext.cached))
+                    constexprs={"threads": threads} if threads else {}, asm=asm, from_cache=ext.cached))
         return found, notes
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from kernelgate.dsl import Launch, LaunchLog
 from kernelgate.dsl import _nvcc
+from kernelgate.integrity import compiler_section
 from kernelgate.models import KernelArtifact, Reason
 
 __all__ = ["PLUGIN", "TileLangPlugin", "STATIC_TARGET"]
@@ -189,10 +190,12 @@ class TileLangPlugin:
             name = plugin._unique_name(_symbol(func), func)
             began = time.perf_counter()
             if interpret:
-                compiled = plugin._lower_static(name, func, out_idx)
+                with compiler_section():
+                    compiled = plugin._lower_static(name, func, out_idx)
                 kernel = _StandInKernel(compiled, log)
             else:
-                jit_kernel = original(func, out_idx, *args, **kwargs)
+                with compiler_section():
+                    jit_kernel = original(func, out_idx, *args, **kwargs)
                 compiled = _Compiled(name=name, prim_func=func, out_idx=out_idx, kernel=jit_kernel)
                 plugin._describe_gpu(compiled)
                 kernel = _CountedKernel(compiled, log)

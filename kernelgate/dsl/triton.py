@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelgate.dsl import Launch, LaunchLog
+from kernelgate.integrity import compiler_section
 from kernelgate.models import KernelArtifact, Reason
 
 __all__ = ["PLUGIN", "TritonPlugin", "AOT_TARGET"]
@@ -78,7 +79,11 @@ class TritonPlugin:
                 log.record(launch_name(self), launch)
             began = time.perf_counter()
             try:
-                result = None if log.dry_run else original(self, *args, grid=grid, warmup=warmup, **kwargs)
+                if log.dry_run:
+                    result = None
+                else:
+                    with compiler_section():  # a first launch compiles (ptxas runs as a process)
+                        result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
                 if launch is not None and launch_name(self) not in log.first_call_seconds:
                     log.first_call_seconds[launch_name(self)] = time.perf_counter() - began
             except Exception as exc:
