@@ -3,8 +3,9 @@
     python benchmarks/hostile.py --out benchmarks/results/hostile_h200.json     # on the H200
     python benchmarks/hostile.py --out /tmp/hostile_cpu.json                    # CPU: GPU cases skipped
 
-One worker pool serves every case, in order, and a known-good kernel is screened after the batch
-(and after every fault with --check-between), so the file also shows that the gate kept serving.
+One worker pool serves every case, in order, and a known-good kernel is screened before and after
+the batch (and after every fault with --check-between), so the file also shows that the gate kept
+serving.
 Each record: fixture, kind, layer, expected, got, caught, status, seconds, message (trimmed).
 The header has the device, versions, date and the command line. Exit status 1 if any case was
 not caught or the good kernel was rejected.
@@ -57,7 +58,22 @@ def main(argv: list[str] | None = None) -> int:
     env = _environment()
     pool = WorkerPool(spares=1)
     records, good = [], []
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+    def write() -> dict:  # after every case, so a run cut short still leaves what it found
+        ran = [r for r in records if r.get("caught") is not None]
+        summary = {"tried": len(ran), "caught": sum(bool(r["caught"]) for r in ran),
+                   "survived": [r["fixture"] for r in ran if not r["caught"]],
+                   "skipped": [r["fixture"] for r in records if r.get("caught") is None],
+                   "good_kernel_served": bool(good) and all(g["served"] for g in good)}
+        out.write_text(json.dumps({"environment": env, "problem": PROBLEM.model_dump(),
+                                   "options": OPTIONS.model_dump(), "summary": summary,
+                                   "cases": records, "good_kernel": good}, indent=2) + "\n")
+        return summary
+
     try:
+        good.append(_good(pool))  # first, so no case pays for a fresh machine's first compile and CUDA start
         for case in ALL:
             if args.only and case.name not in args.only:
                 continue
@@ -79,18 +95,11 @@ def main(argv: list[str] | None = None) -> int:
                   f"{'caught' if caught else 'SURVIVED'} ({records[-1]['seconds']} s)", flush=True)
             if args.check_between and case.kind == "fault":
                 good.append(_good(pool))
+            write()
         good.append(_good(pool))
     finally:
         pool.close()
-    ran = [r for r in records if r.get("caught") is not None]
-    summary = {"tried": len(ran), "caught": sum(bool(r["caught"]) for r in ran),
-               "survived": [r["fixture"] for r in ran if not r["caught"]],
-               "skipped": [r["fixture"] for r in records if r.get("caught") is None],
-               "good_kernel_served": all(g["served"] for g in good)}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({"environment": env, "problem": PROBLEM.model_dump(),
-                                          "options": OPTIONS.model_dump(), "summary": summary,
-                                          "cases": records, "good_kernel": good}, indent=2) + "\n")
+    summary = write()
     print(json.dumps(summary))
     return 0 if not summary["survived"] and summary["good_kernel_served"] else 1
 

@@ -456,8 +456,10 @@ def _probe_shape(m: Measurement, spec: Problem, problem: BuiltProblem, candidate
 def _gpu_library_share(m: Measurement, problem: BuiltProblem, candidate, gen: torch.Generator, checks: _Checks) -> None:
     """The profiler's view of one call: most device time in kernels that are not the candidate's."""
     inputs = _inputs(problem, "normal", gen)
+    names = list(checks.log.counts.keys() or checks.log.first.keys())
+    checks.log.reset()  # the artifacts report the launches of this one call
     try:
-        found = integrity.gpu_kernel_share(candidate, inputs, checks.log.counts.keys() or checks.log.first.keys())
+        found = integrity.gpu_kernel_share(candidate, inputs, names)
     except Exception as exc:  # the profiler is evidence, not a requirement
         m.notes.append(f"kernel profile unavailable: {type(exc).__name__}: {str(exc)[:200]}")
         return

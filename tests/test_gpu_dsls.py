@@ -53,3 +53,13 @@ def test_cuda_compile_error_on_the_gpu(options):
     v = _screen("cuda_compile_error.py", options)
     assert v.status is Status.reject and v.reason is Reason.compile_error
     assert "error" in v.failure.message
+
+
+def test_launching_on_the_current_stream_is_not_a_side_stream(options):
+    """``torch.cuda.current_stream()`` builds a Stream object around the stream that exists; only a
+    new stream is a side stream (all six CUDA examples were rejected as side_stream before this)."""
+    problem = Problem(kind="kernelbench_file", name=ROWSUM, shape={"ROWS": 2048, "COLS": 4096})
+    source = (EXAMPLES / "cuda" / "rowsum_good.py").read_text()
+    assert "current_stream" in source
+    v = screen(Candidate(source=source, name="cuda_rowsum_good"), problem, options=options)
+    assert v.status in TIMED, (v.summary, v.failure)

@@ -133,7 +133,8 @@ class _CountedKernel:
                                                      compiled=self._kernel))
         if self._log.dry_run:
             return None
-        return self._kernel(*args, **kwargs)
+        with compiler_section():  # TileLang's runtime, not candidate code: it may build or load lazily
+            return self._kernel(*args, **kwargs)
 
     def __getattr__(self, name):
         return getattr(self._kernel, name)
@@ -194,10 +195,10 @@ class TileLangPlugin:
                     compiled = plugin._lower_static(name, func, out_idx)
                 kernel = _StandInKernel(compiled, log)
             else:
-                with compiler_section():
+                with compiler_section():  # TileLang's compile and what it reads back may start processes (nvcc)
                     jit_kernel = original(func, out_idx, *args, **kwargs)
-                compiled = _Compiled(name=name, prim_func=func, out_idx=out_idx, kernel=jit_kernel)
-                plugin._describe_gpu(compiled)
+                    compiled = _Compiled(name=name, prim_func=func, out_idx=out_idx, kernel=jit_kernel)
+                    plugin._describe_gpu(compiled)
                 kernel = _CountedKernel(compiled, log)
             log.first_call_seconds.setdefault(name, time.perf_counter() - began)
             plugin._compiled[name] = compiled
