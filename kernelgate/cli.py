@@ -124,17 +124,36 @@ def _cmd_calibrate(args) -> int:
     return 0
 
 
+def _short_dtype(dtype: str) -> str:
+    return {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}.get(dtype, dtype)
+
+
 def _cmd_ops(args) -> int:
-    from kernelgate.reference_ops import list_ops
+    from kernelgate.numerics import TOLERANCES
+    from kernelgate.reference_ops import DTYPES, list_ops
+
+    def tolerance(op) -> dict[str, dict[str, float]] | None:
+        own = {d: op.tolerance_for(d) for d in DTYPES if op.tolerance_for(d) is not None}
+        return {d: {"atol": t.atol, "rtol": t.rtol} for d, t in own.items()} or None
 
     rows = [{"name": op.name, "category": op.category, "default_shape": op.default_shape,
-             "dtype": op.default_dtype, "kernelbench_level1": list(op.kernelbench_level1)} for op in list_ops()]
+             "dtype": op.default_dtype, "dtypes": list(op.dtypes), "matmul_like": op.matmul_like,
+             "kernelbench_level1": list(op.kernelbench_level1), "tolerance": tolerance(op)} for op in list_ops()]
     if args.json:
         print(json.dumps(rows))
-    else:
-        for r in rows:
-            shape = ", ".join(f"{k}={v}" for k, v in r["default_shape"].items())
-            print(f"{r['name']:<12} {r['category']:<14} {shape:<28} KernelBench L1 {r['kernelbench_level1']}")
+        return 0
+    table = [("name", "category", "dtypes", "default shape", "KernelBench L1", "tolerance")]
+    for r in rows:
+        tol = "; ".join(f"{_short_dtype(d)} {t['atol']:g}/{t['rtol']:g}" for d, t in (r["tolerance"] or {}).items())
+        table.append((r["name"], r["category"], ",".join(_short_dtype(d) for d in r["dtypes"]),
+                      " ".join(f"{k}={v}" for k, v in r["default_shape"].items()),
+                      ",".join(str(i) for i in r["kernelbench_level1"]) or "-", tol or "default"))
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]) - 1)]
+    for row in table:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1])
+    default = ", ".join(f"{_short_dtype(d)} {TOLERANCES[t].atol:g}/{TOLERANCES[t].rtol:g}" for d, t in DTYPES.items())
+    print(f"\n{len(rows)} ops. Override a shape with --shape NAME=INT and the dtype with --dtype (default fp32). "
+          f"Tolerance atol/rtol (atol scales the output's rms); the default by dtype: {default}.")
     return 0
 
 

@@ -35,7 +35,7 @@ from kernelgate.errors import ProblemError
 from kernelgate.hardware import detect, peaks_for
 from kernelgate.models import Environment, Failure, Measurement, NumericsReport, Reason, TrialResult
 from kernelgate.models import Problem
-from kernelgate.numerics import TOLERANCES, changed_inputs, check_trial_output, compare, poisoned_allocations, same_values
+from kernelgate.numerics import changed_inputs, check_trial_output, compare, poisoned_allocations, same_values
 from kernelgate.problems import DISTRIBUTIONS, BuiltProblem, build_problem, randomize_state
 from kernelgate.timing import time_pair
 
@@ -231,7 +231,7 @@ def evaluate(job, workdir: Path, emit: Callable[[str, Measurement | None], None]
         emit("run", m)
         m.numerics = NumericsReport(checked=False, passed=False, state_copied=copied,
                                     executor="interpreter" if interpret else "gpu",
-                                    atol=TOLERANCES[problem.dtype].atol, rtol=TOLERANCES[problem.dtype].rtol)
+                                    atol=problem.numerics_tolerance.atol, rtol=problem.numerics_tolerance.rtol)
         try:
             _check_numerics(m, problem, candidate, plugin, log, path, gen, opts, interpret, checks)
             if m.numerics.passed:
@@ -298,6 +298,7 @@ def _check_numerics(m: Measurement, problem: BuiltProblem, candidate, plugin, lo
         recorder = integrity.OpRecorder() if index == 0 else None
         try:
             result, ref = compare(distribution, candidate, problem.reference, reference64, inputs, problem.dtype,
+                                  tol=problem.numerics_tolerance,
                                   after_call=lambda: checks.after_call(f"after trial {index + 1}", "numerics"),
                                   recorder=recorder, keep_alive=alive)
         except CandidateFailure:
@@ -355,7 +356,7 @@ def _probe_history(m: Measurement, problem: BuiltProblem, candidate, plugin, pat
     (nothing finishing in the background); 6. without a GPU (no timing loop), more calls over
     rotating input sets, then the last output of each set is rechecked.
     """
-    tol = TOLERANCES[problem.dtype]
+    tol = problem.numerics_tolerance
 
     def run(inputs: list, label: str) -> torch.Tensor:
         checks.log.reset()
@@ -441,7 +442,8 @@ def _probe_shape(m: Measurement, spec: Problem, problem: BuiltProblem, candidate
     checks.log.reset()
     try:
         result, _ = compare("normal", candidate, neighbour.reference, neighbour.reference_fp64(), inputs,
-                            neighbour.dtype, after_call=lambda: checks.after_call("at a neighbouring shape", "probes"))
+                            neighbour.dtype, tol=neighbour.numerics_tolerance,
+                            after_call=lambda: checks.after_call("at a neighbouring shape", "probes"))
     except CandidateFailure:
         raise
     except Exception as exc:
@@ -529,7 +531,7 @@ def _time(m: Measurement, problem: BuiltProblem, candidate, gen: torch.Generator
                                   "timing")
         for index, out in kept.items():
             ref, ref64 = expected[index]
-            result = check_trial_output("recheck", out, ref, ref64, TOLERANCES[problem.dtype])
+            result = check_trial_output("recheck", out, ref, ref64, problem.numerics_tolerance)
             if not result.passed:
                 raise checks.fail(Reason.recheck_mismatch, f"the output timed on input set {index + 1}, rechecked "
                                   f"after timing: {result.message}", "timing")

@@ -8,6 +8,9 @@ kernel never writes show up as NaN. The error measure scales with the output's m
 
 A trial passes when it is <= 1, or when it is within twice the library's own error in the same
 dtype (a library that is itself imprecise, such as TF32 convolutions, sets the bar it is held to).
+Integer outputs (argmax indices) must match exactly: their normalized error is the largest
+difference over 0.5, so any mismatch is above 1. A problem may bring its own tolerance (a
+catalogue op's ``tolerance``, e.g. TF32 matmul); ``TOLERANCES`` is the default per dtype.
 """
 
 from __future__ import annotations
@@ -57,8 +60,14 @@ def poisoned_allocations():
 
 
 def normalized_error(out: torch.Tensor, ref64: torch.Tensor, tol: Tolerance) -> tuple[float, float]:
-    """(max abs error, normalized error) of ``out`` against the fp64 reference."""
+    """(max abs error, normalized error) of ``out`` against the fp64 reference.
+
+    Integer and boolean outputs are compared exactly: the normalized error is the max abs error / 0.5.
+    """
     diff = (out.double() - ref64).abs()
+    if not (out.is_floating_point() or out.is_complex()):
+        worst = float(diff.max()) if diff.numel() else 0.0
+        return worst, worst / 0.5
     rms = float(ref64.pow(2).mean().sqrt()) if ref64.numel() else 0.0
     bound = tol.atol * max(rms, 1e-30) + tol.rtol * ref64.abs()
     return float(diff.max()), float((diff / bound).max())
@@ -102,6 +111,10 @@ def check_trial_output(distribution: str, out: object, ref: torch.Tensor, ref64:
     abs_err, norm_err = normalized_error(out[mask], ref64[mask], tol)
     _, ref_err = normalized_error(ref[mask], ref64[mask], tol)
     errors = dict(max_abs_error=abs_err, normalized_error=norm_err, reference_normalized_error=ref_err)
+    if norm_err > 1.0 and norm_err > 2.0 * ref_err and not (out.is_floating_point() or out.is_complex()):
+        wrong = int(((out[mask].double() - ref64[mask]) != 0).sum())
+        return fail(Reason.numerics_mismatch, f"{wrong} of {int(mask.sum())} integer output elements differ from the "
+                    f"fp64 reference's (max difference {abs_err:.6g}); integer outputs must match exactly", **errors)
     if norm_err > 1.0 and norm_err > 2.0 * ref_err:
         return fail(Reason.numerics_mismatch, f"max |candidate - fp64 reference| = {abs_err:.3g}, {norm_err:.3g}x the "
                     f"tolerance (atol {tol.atol:g} x rms, rtol {tol.rtol:g}); the library in this dtype is at "
@@ -112,7 +125,7 @@ def check_trial_output(distribution: str, out: object, ref: torch.Tensor, ref64:
 def compare(distribution: str, candidate: Callable, reference: Callable, reference64: Callable,
             inputs: list, dtype: torch.dtype, *, after_call: Callable[[], None] | None = None,
             recorder: contextlib.AbstractContextManager | None = None,
-            keep_alive: list | None = None) -> tuple[TrialResult, torch.Tensor]:
+            keep_alive: list | None = None, tol: Tolerance | None = None) -> tuple[TrialResult, torch.Tensor]:
     """Run reference (dtype and fp64) and candidate on copies of ``inputs``; check the output.
 
     The reference runs first and its output stays alive while the candidate runs, so a candidate
@@ -122,9 +135,11 @@ def compare(distribution: str, candidate: Callable, reference: Callable, referen
     checker cannot restore itself in between). ``recorder`` is entered around the candidate's call
     only. ``keep_alive`` receives the candidate's input copies and output: a caller that keeps them
     across trials gives every trial fresh buffer addresses (no address of an earlier trial is
-    reused, so a cache keyed by pointer never hits by chance). Returns the result and the reference output.
+    reused, so a cache keyed by pointer never hits by chance). ``tol`` is the problem's own tolerance
+    (``BuiltProblem.numerics_tolerance``); None takes ``TOLERANCES[dtype]``. Returns the result and the
+    reference output.
     """
-    tol = TOLERANCES[dtype]
+    tol = tol if tol is not None else TOLERANCES[dtype]
     with torch.no_grad():
         ref = reference(*[_clone(x) for x in inputs])
         ref64 = reference64(*[_to64(x) for x in inputs])

@@ -15,6 +15,7 @@ import torch
 from kernelgate.errors import ProblemError
 from kernelgate.hardware import MathMode
 from kernelgate.models import Cost, Problem
+from kernelgate.numerics import TOLERANCES, Tolerance
 
 __all__ = ["BuiltProblem", "build_problem", "DISTRIBUTIONS", "draw", "randomize_state"]
 
@@ -81,6 +82,15 @@ class BuiltProblem:
     catalogue_cost: Callable[[], tuple[float, float, bool]] | None
     """(F, B, matmul_like) from the catalogue, or None: estimate it generically."""
     catalogue_name: str | None = None
+    tolerance: Tolerance | None = None
+    """The problem's own numerics tolerance (a catalogue op's); None: ``TOLERANCES[dtype]``."""
+    catalogue_math_mode: MathMode | None = None
+    """The catalogue op's math mode in this dtype (TF32 for ``matmul_tf32``); None: the dtype's."""
+
+    @property
+    def numerics_tolerance(self) -> Tolerance:
+        """The tolerance numerics holds a candidate to: the problem's own, else the dtype's default."""
+        return self.tolerance if self.tolerance is not None else TOLERANCES[self.dtype]
 
     def make_inputs(self, distribution: str, gen: torch.Generator) -> list:
         return self.input_factory(distribution, gen)
@@ -92,7 +102,7 @@ class BuiltProblem:
         return self.reference
 
     def cost(self, inputs: list, output: torch.Tensor) -> Cost:
-        math_mode = _MODES[self.dtype]
+        math_mode = self.catalogue_math_mode or _MODES[self.dtype]
         if self.catalogue_cost is not None:
             flops, nbytes, matmul_like = self.catalogue_cost()
             estimate = f"catalogue:{self.catalogue_name}"
@@ -159,17 +169,17 @@ def _build_catalogue(spec: Problem, device: torch.device) -> BuiltProblem:
         raise ProblemError(str(exc.args[0])) from exc
     dtype_name = spec.dtype or op.default_dtype
     dtype = _DTYPES[dtype_name]
-    shapes = op.input_shapes(shape)
 
     def factory(distribution: str, gen: torch.Generator) -> list:
-        return [draw(s, dtype, distribution, gen, device) for s in shapes]
+        return op.make_inputs(shape, dtype, distribution, gen, device)  # draw(), then the op's domain
 
     element = torch.empty((), dtype=dtype).element_size()
     return BuiltProblem(
         spec=spec, dtype=dtype, device=device, reference=op.reference, init_inputs=[],
         input_factory=factory,
         catalogue_cost=lambda: (op.flops(shape), op.bytes_compulsory(shape, element), op.matmul_like),
-        catalogue_name=op.name,
+        catalogue_name=op.name, tolerance=op.tolerance_for(dtype_name),
+        catalogue_math_mode=op.math_mode(dtype_name),
     )
 
 
