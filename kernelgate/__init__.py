@@ -21,10 +21,13 @@ from kernelgate.models import Candidate, Finding, Metrics, Problem, Reason, Stat
 from kernelgate.policy import DEFAULT_POLICY, Policy  # noqa: E402
 from kernelgate.worker import ScreenOptions  # noqa: E402
 from kernelgate.gate import screen  # noqa: E402
+from kernelgate.many import ScreenResult, screen_many  # noqa: E402
 
 __all__ = [
     "__version__",
     "screen",
+    "screen_many",
+    "ScreenResult",
     "Candidate",
     "Problem",
     "Verdict",

@@ -362,8 +362,10 @@ def _supervisor_failure(phase: str, timed_out: bool, exit_text: str, tail: str, 
 class WorkerPool:
     """Spare workers started ahead; each ``run`` uses a fresh one and starts its replacement."""
 
-    def __init__(self, spares: int = 1) -> None:
+    def __init__(self, spares: int = 1, env: dict[str, str] | None = None) -> None:
         self.spares = spares
+        self.env = env
+        """The environment the workers start from (None: this process's); ``child_environment`` trims it."""
         self._idle: list[Worker] = []
         self._lock = threading.Lock()
         self._closed = False
@@ -372,12 +374,12 @@ class WorkerPool:
     def _fill(self) -> None:
         with self._lock:
             while not self._closed and len(self._idle) < self.spares:
-                self._idle.append(Worker())
+                self._idle.append(Worker(env=self.env))
 
     def acquire(self) -> Worker:
         with self._lock:
             worker = self._idle.pop(0) if self._idle else None
-        worker = worker or Worker()
+        worker = worker or Worker(env=self.env)
         self._fill()
         return worker
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -106,6 +107,7 @@ class DSLPlugin(Protocol):
 
 _REGISTRY: dict[str, DSLPlugin] = {}
 _loaded = False
+_LOAD_LOCK = threading.RLock()
 
 _REQUIRED = ("name", "detect", "versions", "prepare", "classify_error", "artifacts")
 
@@ -125,20 +127,23 @@ def register(plugin: Any) -> None:
 
 
 def _load_builtins() -> None:
+    # Under a lock, and marked loaded only once complete: screen_many's lanes call this from
+    # several threads, and a half-filled registry would make a Triton source look like no DSL.
     global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for ref in BUILTIN_PLUGINS:
-        module_name, attr = ref.split(":")
-        register(getattr(importlib.import_module(module_name), attr))
-    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        try:
-            register(entry.load())
-        except PluginError:
-            raise
-        except Exception as exc:  # a broken third-party package must say who it is
-            raise PluginError(entry.name, f"entry point failed to load: {exc}") from exc
+    with _LOAD_LOCK:
+        if _loaded:
+            return
+        for ref in BUILTIN_PLUGINS:
+            module_name, attr = ref.split(":")
+            register(getattr(importlib.import_module(module_name), attr))
+        for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+            try:
+                register(entry.load())
+            except PluginError:
+                raise
+            except Exception as exc:  # a broken third-party package must say who it is
+                raise PluginError(entry.name, f"entry point failed to load: {exc}") from exc
+        _loaded = True
 
 
 def plugins() -> dict[str, DSLPlugin]:
