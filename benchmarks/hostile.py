@@ -2,6 +2,7 @@
 
     python benchmarks/hostile.py --out benchmarks/results/hostile_h200.json     # on the H200
     python benchmarks/hostile.py --out /tmp/hostile_cpu.json                    # CPU: GPU cases skipped
+    python benchmarks/hostile.py --table benchmarks/results/hostile_h200.json benchmarks/results/hostile_cpu.json
 
 One worker pool serves every case, in order, and a known-good kernel is screened before and after
 the batch (and after every fault with --check-between), so the file also shows that the gate kept
@@ -17,6 +18,7 @@ import argparse
 import datetime
 import json
 import platform
+import re
 import sys
 import time
 from pathlib import Path
@@ -49,12 +51,42 @@ def _good(pool: WorkerPool) -> dict:
             "served": v.status.value != "reject", "seconds": round(time.perf_counter() - began, 2)}
 
 
+def markdown_table(results: list[Path]) -> str:
+    """One row per fixture, one column per results file: what was tried, and what the gate said."""
+    runs = [json.loads(Path(p).read_text()) for p in results]
+    head = "| fixture | kind | what it tries | expected | " + " | ".join(
+        f"{r['environment']['device']}" for r in runs) + " |"
+    lines = [head, "|" + " --- |" * (4 + len(runs))]
+    by_run = [{c["fixture"]: c for c in r["cases"]} for r in runs]
+    for case in runs[0]["cases"]:
+        cells = []
+        for cases in by_run:
+            c = cases.get(case["fixture"])
+            cells.append("not run" if c is None else f"skipped ({c['skipped']})" if c.get("caught") is None
+                         else f"caught: {c['got']}" if c["caught"] else f"**survived**: {c['got']}")
+        what = re.split(r"[.;:] ", case["what"])[0].rstrip(".")[:140].replace("|", "/")
+        lines.append(f"| `{Path(case['fixture']).stem}` | {case['kind']} | {what} | {case['expected']} | "
+                     + " | ".join(cells) + " |")
+    totals = [f"{r['summary']['caught']} of {r['summary']['tried']} caught, "
+              f"{len(r['summary']['survived'])} survived, {len(r['summary']['skipped'])} skipped; "
+              f"good kernel served: {r['summary']['good_kernel_served']}" for r in runs]
+    lines.append("| **total** | | | | " + " | ".join(totals) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True, help="the results JSON to write")
+    parser.add_argument("--out", help="the results JSON to write")
     parser.add_argument("--only", nargs="*", help="fixture names (stems) to run")
     parser.add_argument("--check-between", action="store_true", help="screen the good kernel after every fault")
+    parser.add_argument("--table", nargs="+", type=Path, metavar="RESULTS_JSON",
+                        help="print the markdown table of docs/hostile.md from results files, run nothing")
     args = parser.parse_args(argv)
+    if args.table:
+        print(markdown_table(args.table))
+        return 0
+    if not args.out:
+        parser.error("--out is required to run the fixtures")
     env = _environment()
     pool = WorkerPool(spares=1)
     records, good = [], []
