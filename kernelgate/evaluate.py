@@ -515,7 +515,9 @@ def _time(m: Measurement, problem: BuiltProblem, candidate, gen: torch.Generator
         checks.log.reset()
         kept: dict[int, object] = {}
         report = time_pair(counted, problem.reference, sets, reps=opts.timing_reps,
-                           max_seconds=opts.timing_max_seconds, rounds=rounds, keep=kept)
+                           max_seconds=opts.timing_max_seconds, rounds=rounds, keep=kept,
+                           adaptive=opts.timing_adaptive, min_reps=opts.timing_min_reps,
+                           rel_halfwidth=opts.timing_rel_halfwidth)
         checks.after_call("after timing", "timing")
         per_call = checks.per_call or {}
         short = {k: (checks.log.counts.get(k, 0), n * calls) for k, n in per_call.items()

@@ -270,6 +270,11 @@ class TimingReport(Model):
     """Timing rounds (a second one is taken before believing an impossible result)."""
     launch_overhead_ms: float = Field(ge=0)
     """Median wall-clock cost of an empty launch + sync on this device (subtracted before comparing)."""
+    stopped: Literal["converged", "max_reps", "max_seconds"] | None = None
+    """Why the interleaved loop ended: ``converged`` (adaptive timing: both medians known to the
+    asked precision, ``kernelgate.timing.enough_samples``), ``max_reps`` (the cap on repetitions) or
+    ``max_seconds`` (the time budget). None in reports made before this was recorded. The
+    repetitions taken are ``TimeStats.reps``."""
 
 
 class Environment(Model):

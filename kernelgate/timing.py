@@ -7,19 +7,27 @@ the kernel time; the host clock under a device-wide sync sees work on every stre
 candidate that hides work on a side stream shows a wall time far above its event time.
 Inputs rotate over several distinct sets (fresh contents and addresses). The candidate's last
 output on each set is kept for a recheck after timing (``keep``).
+
+Adaptive stopping (``time_pair(adaptive=True)``, the screen's default through
+``ScreenOptions.timing_adaptive``): after each pair of repetitions past ``min_reps``, the loop
+stops once ``enough_samples`` finds both medians known well enough, a distribution-free 95%
+interval of each median within ``rel_halfwidth`` of it. A slow, steady kernel then takes 10
+repetitions instead of 30; a noisy one still takes up to ``reps``. ``TimingReport.stopped`` says
+which limit ended the loop.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch
 
 from kernelgate.models import TimeStats, TimingReport
 
-__all__ = ["time_pair", "launch_overhead_ms", "stats", "lre_interval"]
+__all__ = ["time_pair", "launch_overhead_ms", "stats", "lre_interval", "median_interval", "enough_samples"]
 
 L2_FLUSH_BYTES = 256 << 20
 """Four times the H200's 60 MB L2 (and larger than any current GPU's)."""
@@ -34,6 +42,65 @@ def stats(samples: list[float], walls: list[float]) -> TimeStats:
     return TimeStats(median_ms=statistics.median(samples), p20_ms=quantile(0.2), p80_ms=quantile(0.8),
                      min_ms=ordered[0], reps=len(samples), wall_median_ms=statistics.median(walls),
                      samples_ms=[round(s, 6) for s in samples])
+
+
+def median_interval(samples: Sequence[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """A distribution-free interval for the median of the distribution the samples come from.
+
+    With the samples sorted, x(1) <= ... <= x(n), the number B of samples below the true median
+    is Binomial(n, 1/2) whatever the distribution, so for a rank j
+
+        P(x(j) <= median <= x(n+1-j)) = 1 - 2 P(B <= j-1)     (continuous distributions; >= with ties)
+
+    The interval is [x(j), x(n+1-j)] for the largest j with 2 P(B <= j-1) <= 1 - confidence:
+    at 95%, j = 2 of 10 samples (ranks 2 and 9), j = 10 of 30 (ranks 10 and 21). None when no
+    rank qualifies (fewer than 6 samples at 95%: even the full range covers the median less
+    often). Pure Python, exact binomial sums.
+    """
+    n = len(samples)
+    if not 0 < confidence < 1 or n == 0:
+        return None
+    alpha_half = (1.0 - confidence) / 2.0
+    j, tail = 0, 0.0  # tail = P(B <= j - 1) for the current j
+    while j < n // 2:
+        next_tail = tail + math.comb(n, j) / 2.0 ** n
+        if next_tail > alpha_half:
+            break
+        j, tail = j + 1, next_tail
+    if j == 0:
+        return None
+    ordered = sorted(samples)
+    return ordered[j - 1], ordered[n - j]
+
+
+def enough_samples(candidate_ms: Sequence[float], library_ms: Sequence[float], *, rel_halfwidth: float = 0.01,
+                   min_reps: int = 10, confidence: float = 0.95) -> bool:
+    """Are both medians known well enough to stop timing?
+
+    True when each side has at least ``min_reps`` samples, all finite, a positive median, and the
+    ``confidence`` interval of its median (``median_interval``, order statistics) lies within
+    ``median * (1 +- rel_halfwidth)``. Both sides must qualify: LRE is their ratio, so its
+    relative error is at most about the sum of the two.
+
+    Deciding this after every pair of repetitions is optional stopping, so the interval at the
+    stop covers the median somewhat less often than its nominal level; ``min_reps`` (at least 10
+    by default, where the interval is ranks 2..9, so 8 of 10 samples must fall within the band)
+    keeps a lucky early run from stopping the loop, and LRE's own bootstrap interval is computed
+    from whatever samples were taken.
+    """
+    if rel_halfwidth <= 0:
+        return False
+    for samples in (candidate_ms, library_ms):
+        if len(samples) < max(1, min_reps) or not all(math.isfinite(s) for s in samples):
+            return False
+        median = statistics.median(samples)
+        interval = median_interval(samples, confidence)
+        if median <= 0 or interval is None:
+            return False
+        low, high = interval
+        if median - low > rel_halfwidth * median or high - median > rel_halfwidth * median:
+            return False
+    return True
 
 
 def launch_overhead_ms(reps: int = 50) -> float:
@@ -68,9 +135,13 @@ def _time_once(fn: Callable, inputs: list, flush: torch.Tensor) -> tuple[float, 
 
 def time_pair(candidate: Callable, library: Callable, input_sets: list[list], *, warmup: int = 3,
               reps: int = 30, max_seconds: float = 30.0, rounds: int = 1,
-              keep: dict[int, object] | None = None) -> TimingReport:
+              keep: dict[int, object] | None = None, adaptive: bool = False, min_reps: int = 10,
+              rel_halfwidth: float = 0.01) -> TimingReport:
     """Interleaved timings of both callables; stops early (>= 5 reps) past ``max_seconds``.
 
+    ``adaptive``: also stop once ``enough_samples(..., rel_halfwidth, min_reps)`` holds, checked
+    after each pair of repetitions (each side then went first equally often) once at least
+    ``min_reps`` and one pass over the input sets are done; ``reps`` stays the cap.
     ``keep``, when given, receives the candidate's output of its last timed call on each input set
     (by index), so the caller can recheck what was timed.
     """
@@ -84,6 +155,7 @@ def time_pair(candidate: Callable, library: Callable, input_sets: list[list], *,
         times: dict[str, list[float]] = {"candidate": [], "library": []}
         walls: dict[str, list[float]] = {"candidate": [], "library": []}
         began = time.perf_counter()
+        stopped = "max_reps"
         for rep in range(reps):
             inputs = input_sets[rep % len(input_sets)]
             order = (("candidate", candidate), ("library", library))
@@ -94,13 +166,20 @@ def time_pair(candidate: Callable, library: Callable, input_sets: list[list], *,
                 del out
                 times[side].append(event_ms)
                 walls[side].append(wall_ms)
-            if rep >= 4 and time.perf_counter() - began > max_seconds:
+            taken = rep + 1
+            if (adaptive and taken % 2 == 0 and taken >= max(min_reps, len(input_sets))
+                    and enough_samples(times["candidate"], times["library"], rel_halfwidth=rel_halfwidth,
+                                       min_reps=min_reps)):
+                stopped = "converged"
+                break
+            if 5 <= taken < reps and time.perf_counter() - began > max_seconds:
+                stopped = "max_seconds"
                 break
     del flush
     return TimingReport(candidate=stats(times["candidate"], walls["candidate"]),
                         library=stats(times["library"], walls["library"]),
                         l2_flush_bytes=L2_FLUSH_BYTES, input_sets=len(input_sets), rounds=rounds,
-                        launch_overhead_ms=overhead)
+                        launch_overhead_ms=overhead, stopped=stopped)
 
 
 def lre_interval(library_ms: list[float], candidate_ms: list[float], *, resamples: int = 2000,

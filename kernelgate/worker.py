@@ -63,6 +63,17 @@ class ScreenOptions(Model):
     """Trials with fresh inputs, one distribution each."""
     timing_reps: int = Field(default=30, ge=5)
     timing_max_seconds: float = Field(default=20.0, gt=0)
+    timing_adaptive: bool = False
+    """Stop timing once both medians are known well enough (``kernelgate.timing.enough_samples``):
+    after at least ``timing_min_reps`` repetitions, when a distribution-free 95% interval of each
+    median lies within ``timing_rel_halfwidth`` of it. A steady kernel then takes 10 repetitions, a
+    noisy one up to ``timing_reps``; the verdict's ``timing.stopped`` says which. Off by default
+    until its repetitions and LRE spread have been measured on a GPU against the fixed 30."""
+    timing_min_reps: int = Field(default=10, ge=6)
+    """Fewest repetitions before adaptive timing may stop (6 is the least for which a 95% interval
+    of a median exists; at 10 it runs from the 2nd to the 9th sample)."""
+    timing_rel_halfwidth: float = Field(default=0.01, gt=0, lt=1)
+    """Adaptive timing stops when each median's 95% interval is within +-this fraction of it."""
     timing_input_sets: int = Field(default=3, ge=1)
     interpreter_max_elements: int = Field(default=1 << 22, ge=1)
     """Without a GPU, problems with more input elements are checked statically only."""
