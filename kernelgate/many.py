@@ -13,23 +13,31 @@ Nothing is lost or duplicated: each index comes back exactly once. A candidate t
 worker is a ``reject`` verdict, as with ``screen``. A fault of the gate itself (a worker that
 cannot start) is retried once on a fresh worker; if it fails again, or the problem cannot be
 built, the result carries ``error`` instead of a verdict.
+
+Where the time goes: each result carries the verdict's seconds per stage (``stage_seconds``:
+worker_wait, load, numerics with compile as its part, artifacts, timing, job, total) and when it
+finished; ``summarize(results)`` turns a run into candidates per hour, median seconds per stage
+and counts by status. ``kernelgate.ray_pool.screen_many_ray`` gives the same stream on a Ray
+cluster.
 """
 
 from __future__ import annotations
 
 import os
 import queue
+import statistics
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from kernelgate.errors import KernelgateError, ProblemError, WorkerError
 from kernelgate.models import Candidate, Problem, Verdict
 from kernelgate.policy import DEFAULT_POLICY, Policy
 from kernelgate.worker import Job, ScreenOptions, WorkerPool, WorkerResult
 
-__all__ = ["ScreenResult", "screen_many", "visible_devices", "Lane"]
+__all__ = ["ScreenResult", "screen_many", "summarize", "visible_devices", "Lane"]
 
 
 @dataclass
@@ -45,6 +53,48 @@ class ScreenResult:
     """The device (``CUDA_VISIBLE_DEVICES`` value) or CPU lane that screened it."""
     attempts: int = 1
     seconds: float = 0.0
+    """Wall-clock seconds this candidate took, retries included."""
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    """The verdict's seconds per stage (``Verdict.seconds``): worker_wait, load, numerics (of which
+    compile), artifacts, timing (GPU only), job, total. Empty without a verdict."""
+    finished_at_s: float = 0.0
+    """When it came back, in seconds after the run started (``summarize`` takes the run's wall time
+    from the last one)."""
+
+
+_STAGE_ORDER = ("worker_wait", "load", "numerics", "compile", "artifacts", "timing", "job", "total")
+
+
+def summarize(results: Iterable[ScreenResult], wall_seconds: float | None = None) -> dict[str, Any]:
+    """A run in numbers: throughput, where the time went, and what came out.
+
+    ``wall_seconds``: the run's wall time; default the latest ``finished_at_s``. Returns plain
+    data (JSON-ready): ``candidates``, ``wall_seconds``, ``candidates_per_hour`` (None for an
+    empty or instant run), ``by_status`` (verdict statuses, and ``error`` for results without a
+    verdict), ``by_reason`` (reject reasons), ``median_seconds`` (per candidate, retries
+    included), ``median_stage_seconds`` (per stage, over the results that reached it),
+    ``by_lane`` (candidates per lane) and ``retried`` (results that took more than one attempt).
+    """
+    results = list(results)
+    wall = wall_seconds if wall_seconds is not None else max((r.finished_at_s for r in results), default=0.0)
+    by_status = Counter(r.verdict.status.value if r.verdict is not None else "error" for r in results)
+    by_reason = Counter(r.verdict.reason.value for r in results if r.verdict is not None and r.verdict.reason)
+    stages: dict[str, list[float]] = {}
+    for r in results:
+        for stage, secs in r.stage_seconds.items():
+            stages.setdefault(stage, []).append(secs)
+    order = [s for s in _STAGE_ORDER if s in stages] + sorted(set(stages) - set(_STAGE_ORDER))
+    return {
+        "candidates": len(results),
+        "wall_seconds": round(wall, 3),
+        "candidates_per_hour": round(len(results) * 3600.0 / wall, 1) if results and wall > 0 else None,
+        "by_status": dict(sorted(by_status.items())),
+        "by_reason": dict(sorted(by_reason.items())),
+        "median_seconds": round(statistics.median(r.seconds for r in results), 3) if results else None,
+        "median_stage_seconds": {s: round(statistics.median(stages[s]), 4) for s in order},
+        "by_lane": dict(sorted(Counter(r.lane for r in results).items())),
+        "retried": sum(1 for r in results if r.attempts > 1),
+    }
 
 
 def visible_devices() -> list[str]:
@@ -90,6 +140,32 @@ def _lanes(devices: list[str] | None, cpu_lanes: int | None, spares: int) -> lis
     return [Lane(name=f"cpu:{i}", env=None, spares=spares) for i in range(count)]
 
 
+def _screen_with_retry(candidate: Candidate, spec: Problem | None, policy: Policy, options: ScreenOptions | None,
+                       runner) -> tuple[Verdict | None, str | None, int]:
+    """``screen`` once, or twice after a ``WorkerError``: (verdict, error, attempts), never raises.
+
+    ``runner`` gives each attempt a fresh worker. A fault of the gate or of the problem becomes
+    ``error`` (text), so the caller can report the candidate instead of losing it.
+    """
+    from kernelgate.gate import screen
+
+    attempts, verdict, error = 0, None, None
+    while verdict is None and error is None:
+        attempts += 1
+        try:
+            if spec is None:
+                raise ProblemError("no problem given for this candidate")
+            verdict = screen(candidate, spec, policy=policy, options=options, runner=runner)
+        except WorkerError as exc:  # the gate's fault, not the candidate's: once more on a fresh worker
+            if attempts >= 2:
+                error = f"worker fault, twice: {exc}"
+        except KernelgateError as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # a gate bug must not lose the candidate
+            error = f"internal fault: {type(exc).__name__}: {exc}"
+    return verdict, error, attempts
+
+
 def screen_many(items: Iterable[Candidate | tuple[Candidate, Problem]], problem: Problem | None = None, *,
                 policy: Policy = DEFAULT_POLICY, options: ScreenOptions | None = None,
                 devices: list[str] | None = None, cpu_lanes: int | None = None, spares: int = 1,
@@ -101,9 +177,8 @@ def screen_many(items: Iterable[Candidate | tuple[Candidate, Problem]], problem:
     (default: every visible GPU; none visible: ``cpu_lanes`` lanes, default half the cores).
     ``lanes``: ready-made runners with ``name``, ``start``, ``run(job)`` and ``close`` (tests).
     Stopping the iteration early stops the lanes after their current candidate.
+    ``summarize(list(screen_many(...)))`` gives throughput and seconds per stage.
     """
-    from kernelgate.gate import screen
-
     jobs: queue.Queue = queue.Queue()
     total = 0
     for index, item in enumerate(items):
@@ -116,6 +191,7 @@ def screen_many(items: Iterable[Candidate | tuple[Candidate, Problem]], problem:
     lanes = lanes[:total]
     done: queue.Queue = queue.Queue()
     stop = threading.Event()
+    run_began = time.perf_counter()
 
     def serve(lane) -> None:
         while not stop.is_set():
@@ -123,22 +199,13 @@ def screen_many(items: Iterable[Candidate | tuple[Candidate, Problem]], problem:
                 index, candidate, spec = jobs.get_nowait()
             except queue.Empty:
                 return
-            began, attempts, verdict, error = time.perf_counter(), 0, None, None
-            while verdict is None and error is None:
-                attempts += 1
-                try:
-                    if spec is None:
-                        raise ProblemError("no problem given for this candidate")
-                    verdict = screen(candidate, spec, policy=policy, options=options, runner=lane)
-                except WorkerError as exc:  # the gate's fault, not the candidate's: once more on a fresh worker
-                    if attempts >= 2:
-                        error = f"worker fault, twice: {exc}"
-                except KernelgateError as exc:
-                    error = f"{type(exc).__name__}: {exc}"
-                except Exception as exc:  # a gate bug must not lose the candidate
-                    error = f"internal fault: {type(exc).__name__}: {exc}"
+            began = time.perf_counter()
+            verdict, error, attempts = _screen_with_retry(candidate, spec, policy, options, lane)
+            now = time.perf_counter()
             done.put(ScreenResult(index=index, verdict=verdict, error=error, lane=lane.name, attempts=attempts,
-                                  seconds=round(time.perf_counter() - began, 3)))
+                                  seconds=round(now - began, 3),
+                                  stage_seconds=dict(verdict.seconds) if verdict is not None else {},
+                                  finished_at_s=round(now - run_began, 3)))
 
     threads = []
     try:

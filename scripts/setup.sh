@@ -5,9 +5,9 @@
 #   .kernelgate-site (no index, no dependencies) and put first on PYTHONPATH.
 # - Otherwise (a fresh CPU machine) a virtual environment .venv is made: torch's CPU build 2.13.0
 #   first (an unpinned torch would pull a 5 GB CUDA build), numpy below 2.4 (Triton 3.6's
-#   interpreter fails with numpy 2.4+), then Triton 3.6.0, and kernelgate with its test, tilelang
-#   and plots extras (TileLang 0.1.15, after torch so that it does not pull its own; matplotlib for
-#   the report's roofline PNG).
+#   interpreter fails with numpy 2.4+), then Triton 3.6.0, and kernelgate with its test, tilelang,
+#   plots and ray extras (TileLang 0.1.15, after torch so that it does not pull its own; matplotlib
+#   for the report's roofline PNG; Ray for kernelgate.ray_pool and its tests).
 if python3 -c "import torch, triton, pydantic, tenacity, httpx" 2>/dev/null; then
   PY=python3
   rm -rf .kernelgate-site
@@ -15,13 +15,13 @@ if python3 -c "import torch, triton, pydantic, tenacity, httpx" 2>/dev/null; the
   export PYTHONPATH="$PWD/.kernelgate-site${PYTHONPATH:+:$PYTHONPATH}"
 else
   PY=.venv/bin/python
-  if ! [ -x "$PY" ] || ! "$PY" -c "import torch, triton, tilelang, pydantic, pytest, hypothesis, matplotlib, kernelgate.reference_ops" 2>/dev/null; then
+  if ! [ -x "$PY" ] || ! "$PY" -c "import torch, triton, tilelang, pydantic, pytest, hypothesis, matplotlib, ray, kernelgate.reference_ops" 2>/dev/null; then
     echo "kernelgate: setting up .venv (first run only)" >&2
     python3 -m venv .venv
     "$PY" -m pip install -q --upgrade pip 2>&1 | grep -v '^WARNING: Location' >&2 || true
     "$PY" -m pip install -q torch==2.13.0 2>&1 | grep -v '^WARNING: Location' >&2 || true
-    "$PY" -m pip install -q "numpy<2.4" triton==3.6.0 -e ".[test,tilelang,plots]" 2>&1 | grep -v '^WARNING: Location' >&2 || true
-    "$PY" -c "import torch, triton, tilelang, pydantic, pytest, kernelgate.reference_ops" || { echo "kernelgate: set-up failed" >&2; exit 1; }
+    "$PY" -m pip install -q "numpy<2.4" triton==3.6.0 -e ".[test,tilelang,plots,ray]" 2>&1 | grep -v '^WARNING: Location' >&2 || true
+    "$PY" -c "import torch, triton, tilelang, pydantic, pytest, ray, kernelgate.reference_ops" || { echo "kernelgate: set-up failed" >&2; exit 1; }
   fi
 fi
 export PY

@@ -6,7 +6,7 @@ import threading
 
 from kernelgate import Candidate, Problem, Reason, Status
 from kernelgate.errors import WorkerError
-from kernelgate.many import screen_many
+from kernelgate.many import ScreenResult, screen_many, summarize
 from tests import canned
 from tests.conftest import fixture_source
 
@@ -32,14 +32,28 @@ def test_two_device_lanes_with_real_workers():
     assert by_index[4].verdict.reason is Reason.numerics_mismatch
     assert {r.lane for r in results} == {"cuda:0", "cuda:1"}
     assert all(r.error is None and r.attempts == 1 for r in results)
+    # seconds per stage come back with each result, the stages apart (no GPU here: no timing stage)
+    good = by_index[1].stage_seconds
+    assert {"worker_wait", "load", "numerics", "compile", "artifacts", "job", "total"} <= set(good)
+    assert "timing" not in good and good == by_index[1].verdict.seconds
+    assert good["compile"] <= good["numerics"] <= good["job"] <= good["total"]
+    assert "load" in by_index[2].stage_seconds and "artifacts" not in by_index[2].stage_seconds  # crashed in numerics
+    assert all(0 < r.finished_at_s and r.seconds <= r.finished_at_s for r in results)
+    summary = summarize(results)
+    assert summary["candidates"] == 5 and sum(summary["by_status"].values()) == 5
+    assert summary["by_status"]["reject"] == 4 and summary["by_reason"] == {
+        "crash": 1, "numerics_mismatch": 1, "runtime_error": 2}
+    assert summary["wall_seconds"] == max(r.finished_at_s for r in results)
+    assert summary["by_lane"].keys() == {"cuda:0", "cuda:1"} and summary["retried"] == 0
 
 
 class _FakeLane:
-    """A lane with canned measurements; ``faults`` WorkerErrors come first."""
+    """A lane with canned measurements; ``faults`` WorkerErrors come first; ``measure(job)`` picks one."""
 
-    def __init__(self, name: str, faults: int = 0) -> None:
+    def __init__(self, name: str, faults: int = 0, measure=None) -> None:
         self.name, self.faults, self.jobs = name, faults, []
         self.started = self.closed = False
+        self.measure = measure or (lambda job: canned.measurement(canned.scaled(1.0)))
         self._lock = threading.Lock()
 
     def start(self) -> None:
@@ -51,7 +65,7 @@ class _FakeLane:
             if self.faults:
                 self.faults -= 1
                 raise WorkerError("worker failed to start: canned")
-        return canned.CannedRunner(canned.measurement(canned.scaled(1.0))).run(job)
+        return canned.CannedRunner(self.measure(job)).run(job)
 
     def close(self) -> None:
         self.closed = True
@@ -114,3 +128,50 @@ def test_plugin_registry_loads_once_under_threads(monkeypatch):
     for t in threads:
         t.join()
     assert found == ["triton"] * 8
+
+
+def _staged(job):
+    """c<i>: a reject (numerics) for every third, else accepted; load takes 0.1*i s, numerics 2 s."""
+    i = int(job.candidate.name[1:])
+    m = canned.measurement(canned.scaled(1.0), failure=Reason.numerics_mismatch if i % 3 == 0 else None)
+    m.stage_seconds = {"load": 0.1 * i, "numerics": 2.0, "compile": 0.5, "artifacts": 0.25}
+    if i % 3:
+        m.stage_seconds["timing"] = 1.5
+    return m
+
+
+def test_results_carry_stage_seconds_and_summarize_counts_them():
+    problem = Problem.op("layernorm", rows=canned.ROWS, cols=canned.COLS)
+    lanes = [_FakeLane("a", measure=_staged), _FakeLane("b", faults=2, measure=_staged)]
+    results = list(screen_many(_candidates(9), problem, lanes=lanes))
+    assert sorted(r.index for r in results) == list(range(9))
+    for r in results:
+        if r.verdict is not None:
+            assert r.stage_seconds == r.verdict.seconds
+            assert r.stage_seconds["load"] == 0.1 * r.index and r.stage_seconds["job"] == 0.5
+    errors = [r for r in results if r.error]
+    assert len(errors) == 1 and errors[0].stage_seconds == {} and errors[0].attempts == 2  # b's two faults
+    summary = summarize(results, wall_seconds=1.8)
+    rejects = sum(1 for r in results if r.verdict is not None and r.index % 3 == 0)
+    assert summary["candidates"] == 9 and summary["candidates_per_hour"] == 9 * 3600 / 1.8
+    assert summary["by_status"] == {"accept": 8 - rejects, "error": 1, "reject": rejects}
+    assert summary["by_reason"] == {"numerics_mismatch": rejects}
+    stages = summary["median_stage_seconds"]
+    assert list(stages)[:5] == ["load", "numerics", "compile", "artifacts", "timing"]  # the pipeline's order
+    assert stages["numerics"] == 2.0 and stages["timing"] == 1.5 and stages["job"] == 0.5
+    loads = sorted(0.1 * r.index for r in results if r.verdict is not None)
+    assert stages["load"] == round((loads[3] + loads[4]) / 2, 4)  # median over the 8 verdicts
+    assert summary["retried"] == 1 and sum(summary["by_lane"].values()) == 9
+    assert summarize(results)["wall_seconds"] == max(r.finished_at_s for r in results)
+
+
+def test_summarize_by_hand():
+    rs = [ScreenResult(index=0, verdict=None, error="x", lane="a", seconds=3.0, finished_at_s=3.0),
+          ScreenResult(index=1, verdict=None, error="y", lane="a", attempts=2, seconds=5.0, finished_at_s=8.0,
+                       stage_seconds={"load": 1.0, "custom": 4.0})]
+    summary = summarize(rs)
+    assert summary == {"candidates": 2, "wall_seconds": 8.0, "candidates_per_hour": 900.0,
+                       "by_status": {"error": 2}, "by_reason": {}, "median_seconds": 4.0,
+                       "median_stage_seconds": {"load": 1.0, "custom": 4.0}, "by_lane": {"a": 2}, "retried": 1}
+    empty = summarize([])
+    assert empty["candidates"] == 0 and empty["candidates_per_hour"] is None and empty["median_seconds"] is None
