@@ -24,6 +24,8 @@ def main() -> None:
     sys.stdout = os.fdopen(1, "w", buffering=1)
     sys.stderr = os.fdopen(2, "w", buffering=1)
 
+    _exit_with_parent(os.getppid())
+
     def send(record: dict) -> None:
         channel.write(json.dumps(record, allow_nan=False) + "\n")
         channel.flush()
@@ -64,6 +66,23 @@ def main() -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A worker whose parent died (a killed gate, a lost Ray task) exits instead of running on.
+
+    A thread polls the parent's pid; it is started before the candidate is imported, so the
+    integrity guard counts it among the worker's own threads.
+    """
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(70)
+
+    threading.Thread(target=watch, name="kernelgate-parent-watch", daemon=True).start()
 
 
 def _limit(opts, torch) -> None:

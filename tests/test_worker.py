@@ -50,3 +50,39 @@ def test_load_timeout_is_its_own_reason():
     verdict = screen(Candidate(source=source, entry="kernel"), SMALL,
                      options=ScreenOptions(load_timeout_s=3, run_timeout_s=3))
     assert verdict.reason is Reason.load_timeout
+
+
+_DYING_PARENT = """
+import os, sys, threading, time
+from kernelgate import Candidate, Problem, ScreenOptions
+from kernelgate.worker import Job, Worker
+worker = Worker()
+worker.wait_ready(120)
+print(worker.proc.pid, flush=True)
+job = Job(candidate=Candidate(source=sys.stdin.read(), entry="kernel", dsl="triton"),
+          problem=Problem.op("rowsum", rows=16, cols=256), options=ScreenOptions(run_timeout_s=600))
+threading.Thread(target=worker.run, args=(job,), daemon=True).start()
+time.sleep(3)  # the candidate is spinning in its endless loop now
+os._exit(0)    # the gate dies without cleaning up
+"""
+
+
+def test_a_worker_exits_when_its_parent_dies():
+    """A killed gate (or a lost Ray task) must not leave a candidate running on the machine."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.run([sys.executable, "-c", _DYING_PARENT], input=fixture_source("hang_loop.py"),
+                          capture_output=True, text=True, timeout=180)
+    child = int(proc.stdout.split()[0])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    os.kill(child, 9)
+    raise AssertionError(f"worker {child} outlived its parent by 10 s")
