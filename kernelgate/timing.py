@@ -8,8 +8,8 @@ candidate that hides work on a side stream shows a wall time far above its event
 Inputs rotate over several distinct sets (fresh contents and addresses). The candidate's last
 output on each set is kept for a recheck after timing (``keep``).
 
-Adaptive stopping (``time_pair(adaptive=True)``, the screen's default through
-``ScreenOptions.timing_adaptive``): after each pair of repetitions past ``min_reps``, the loop
+Adaptive stopping (``time_pair(adaptive=True)``; in a screen ``ScreenOptions.timing_adaptive``,
+off by default until measured on a GPU): after each pair of repetitions past ``min_reps``, the loop
 stops once ``enough_samples`` finds both medians known well enough, a distribution-free 95%
 interval of each median within ``rel_halfwidth`` of it. A slow, steady kernel then takes 10
 repetitions instead of 30; a noisy one still takes up to ``reps``. ``TimingReport.stopped`` says
