@@ -29,12 +29,26 @@ product); summed over K the output error is a few 1e-4 of its rms. 5e-3 leaves a
 and stays below the fp16 tolerance (1e-2)."""
 
 
+def _mm_input_shapes(s):
+    """A (m x k), B (k x n)."""
+    return [(s["m"], s["k"]), (s["k"], s["n"])]
+
+
+def _mm_flops(s):
+    """One multiply-add per (i, j, l): 2*M*N*K."""
+    return 2.0 * s["m"] * s["n"] * s["k"]
+
+
+def _mm_bytes(s, e):
+    """Read A (m x k) and B (k x n), write C (m x n); fp32 storage for TF32 too (it changes the math)."""
+    return (1.0 * s["m"] * s["k"] + s["k"] * s["n"] + s["m"] * s["n"]) * e
+
+
 @reference_op(
     name="matmul", category="gemm",
-    input_shapes=lambda s: [(s["m"], s["k"]), (s["k"], s["n"])],
-    flops=lambda s: 2.0 * s["m"] * s["n"] * s["k"],  # one multiply-add per (i, j, l)
-    # read A (m x k) and B (k x n), write C (m x n)
-    bytes_compulsory=lambda s, e: (1.0 * s["m"] * s["k"] + s["k"] * s["n"] + s["m"] * s["n"]) * e,
+    input_shapes=_mm_input_shapes,
+    flops=_mm_flops,
+    bytes_compulsory=_mm_bytes,
     default_shape={"m": 4096, "n": 4096, "k": 4096},
     smoke_shape={"m": 32, "n": 24, "k": 16},
     dtypes=GEMM_DTYPES,
@@ -47,10 +61,9 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 @reference_op(
     name="matmul_tall_skinny", category="gemm",
-    input_shapes=lambda s: [(s["m"], s["k"]), (s["k"], s["n"])],
-    flops=lambda s: 2.0 * s["m"] * s["n"] * s["k"],  # one multiply-add per (i, j, l)
-    # read A (m x k), read B (k x n), write C (m x n); at the default shape reading A dominates
-    bytes_compulsory=lambda s, e: (1.0 * s["m"] * s["k"] + s["k"] * s["n"] + s["m"] * s["n"]) * e,
+    input_shapes=_mm_input_shapes,
+    flops=_mm_flops,
+    bytes_compulsory=_mm_bytes,  # at the default shape reading A dominates
     default_shape={"m": 32768, "n": 16, "k": 4096},
     smoke_shape={"m": 64, "n": 2, "k": 16},
     dtypes=GEMM_DTYPES,
@@ -99,10 +112,9 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.T
 
 @reference_op(
     name="matmul_tf32", category="gemm",
-    input_shapes=lambda s: [(s["m"], s["k"]), (s["k"], s["n"])],
-    flops=lambda s: 2.0 * s["m"] * s["n"] * s["k"],  # one multiply-add per (i, j, l)
-    # read A and B, write C (fp32 storage: TF32 changes the math, not the bytes)
-    bytes_compulsory=lambda s, e: (1.0 * s["m"] * s["k"] + s["k"] * s["n"] + s["m"] * s["n"]) * e,
+    input_shapes=_mm_input_shapes,
+    flops=_mm_flops,
+    bytes_compulsory=_mm_bytes,
     default_shape={"m": 4096, "n": 4096, "k": 4096},
     smoke_shape={"m": 32, "n": 24, "k": 16},
     dtypes=("float32",),
