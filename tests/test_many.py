@@ -80,6 +80,7 @@ def test_streams_every_candidate_once_over_lanes():
     problem = Problem.op("layernorm", rows=canned.ROWS, cols=canned.COLS)
     results = list(screen_many(_candidates(20), problem, lanes=lanes))
     assert sorted(r.index for r in results) == list(range(20))
+    assert [r.error for r in results if r.error] == []
     assert all(r.verdict.status is Status.accept for r in results)
     assert sum(len(lane.jobs) for lane in lanes) == 20
     assert all(lane.started and lane.closed for lane in lanes)
