@@ -3,6 +3,7 @@
     python benchmarks/library_ops.py --out benchmarks/results/library_ops_h200.json
     python benchmarks/library_ops.py --only matmul conv2d --out /tmp/some.json
     python benchmarks/library_ops.py --smoke --out /tmp/smoke.json      # CPU, tiny shapes
+    python benchmarks/library_ops.py --only conv2d conv3d --cudnn-benchmark --out /tmp/conv_autotuned.json
 
 On a GPU, every catalogue op (or those named by ``--only``) is timed at its default shape in
 each of its dtypes (fp32 for all; fp16 and bf16 for GEMM, convolution, attention and the
@@ -58,7 +59,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="stop timing one op after this long (at least 5 repetitions)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--smoke", action="store_true", help="CPU at tiny shapes: checks the script, not the library")
+    parser.add_argument("--cudnn-benchmark", action="store_true",
+                        help="let cuDNN time its algorithms and keep the fastest (torch.backends.cudnn.benchmark); "
+                             "compare with a run without it to see what the library's own algorithm choice is worth")
     args = parser.parse_args(argv)
+    torch.backends.cudnn.benchmark = args.cudnn_benchmark
     try:
         ops = [get_op(name) for name in args.only] if args.only else list_ops()
     except KeyError as exc:
