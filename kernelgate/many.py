@@ -1,13 +1,16 @@
-"""Screen many candidates: one lane per visible GPU, verdicts streamed as they finish.
+"""Screen many candidates: lanes per visible GPU, verdicts streamed as they finish.
 
     from kernelgate.many import screen_many
     for result in screen_many([(cand, problem), ...]):
         result.index, result.verdict.status            # in the order they finish
 
-Each lane owns one device (its workers see only it, through ``CUDA_VISIBLE_DEVICES``) and runs
-one candidate at a time, so nothing else runs on a GPU while a candidate is timed there. Spare
-workers are started ahead per lane, and every worker still serves exactly one candidate. Without a
-GPU nothing is timed, so several lanes share the CPU.
+Each lane owns one device (its workers see only it, through ``CUDA_VISIBLE_DEVICES``) and
+screens ``concurrency`` candidates at once (default: half the CPU cores per GPU, at most 8). Their
+workers start, compile, check numerics and build artifacts side by side, but each candidate is
+timed alone: ``kernelgate.turns`` gives the timing an exclusive turn on the lane, during which no
+other worker of the lane does anything (``TurnPool``). With ``concurrency=1`` a lane runs one
+candidate at a time, with a spare worker started ahead. Every worker serves exactly one candidate.
+Without a GPU nothing is timed, so several one-at-a-time lanes share the CPU.
 
 Nothing is lost or duplicated: each index comes back exactly once. A candidate that kills its
 worker is a ``reject`` verdict, as with ``screen``. A fault of the gate itself (a worker that
@@ -15,10 +18,10 @@ cannot start) is retried once on a fresh worker; if it fails again, or the probl
 built, the result carries ``error`` instead of a verdict.
 
 Where the time goes: each result carries the verdict's seconds per stage (``stage_seconds``:
-worker_wait, load, numerics with compile as its part, artifacts, timing, job, total) and when it
-finished; ``summarize(results)`` turns a run into candidates per hour, median seconds per stage
-and counts by status. ``kernelgate.ray_pool.screen_many_ray`` gives the same stream on a Ray
-cluster.
+turn_wait and timing_wait in a concurrent lane, worker_wait, load, numerics with compile as its
+part, artifacts, timing, job, total) and when it finished; ``summarize(results)`` turns a run
+into candidates per hour, median seconds per stage and counts by status.
+``kernelgate.ray_pool.screen_many_ray`` gives the same stream on a Ray cluster.
 """
 
 from __future__ import annotations
@@ -35,9 +38,9 @@ from typing import Any, Iterable, Iterator
 from kernelgate.errors import KernelgateError, ProblemError, WorkerError
 from kernelgate.models import Candidate, Problem, Verdict
 from kernelgate.policy import DEFAULT_POLICY, Policy
-from kernelgate.worker import Job, ScreenOptions, WorkerPool, WorkerResult
+from kernelgate.worker import Job, ScreenOptions, TurnPool, WorkerPool, WorkerResult
 
-__all__ = ["ScreenResult", "screen_many", "summarize", "visible_devices", "Lane"]
+__all__ = ["ScreenResult", "screen_many", "summarize", "visible_devices", "default_concurrency", "Lane"]
 
 
 @dataclass
@@ -62,7 +65,7 @@ class ScreenResult:
     from the last one)."""
 
 
-_STAGE_ORDER = ("worker_wait", "load", "numerics", "compile", "artifacts", "timing", "job", "total")
+_STAGE_ORDER = ("turn_wait", "timing_wait", "worker_wait", "load", "numerics", "compile", "artifacts", "timing", "job", "total")
 
 
 def summarize(results: Iterable[ScreenResult], wall_seconds: float | None = None) -> dict[str, Any]:
@@ -111,17 +114,27 @@ def visible_devices() -> list[str]:
     return listed[:count] if listed else [str(i) for i in range(count)]
 
 
+def default_concurrency(gpus: int) -> int:
+    """Candidates screened at once per GPU: half the CPU cores per GPU (compiles are CPU-bound), 1 to 8."""
+    return max(1, min(8, (os.cpu_count() or 2) // (2 * max(1, gpus))))
+
+
 @dataclass
 class Lane:
-    """One device's share of the work: a pool of workers that see only that device."""
+    """One device's share of the work: workers that see only that device."""
 
     name: str
     env: dict[str, str] | None = None
     spares: int = 1
-    pool: WorkerPool | None = field(default=None, init=False)
+    concurrency: int = 1
+    """Candidates in flight at once; above 1 they take turns on the GPU (``TurnPool``)."""
+    pool: WorkerPool | TurnPool | None = field(default=None, init=False)
 
     def start(self) -> None:
-        self.pool = WorkerPool(spares=self.spares, env=self.env)
+        if self.concurrency > 1:
+            self.pool = TurnPool(self.concurrency, env=self.env)
+        else:
+            self.pool = WorkerPool(spares=self.spares, env=self.env)
 
     def run(self, job: Job) -> WorkerResult:
         return self.pool.run(job)
@@ -131,11 +144,12 @@ class Lane:
             self.pool.close()
 
 
-def _lanes(devices: list[str] | None, cpu_lanes: int | None, spares: int) -> list[Lane]:
+def _lanes(devices: list[str] | None, cpu_lanes: int | None, spares: int, concurrency: int | None) -> list[Lane]:
     devices = visible_devices() if devices is None else devices
     if devices:
-        return [Lane(name=f"cuda:{d}", env={**os.environ, "CUDA_VISIBLE_DEVICES": d}, spares=spares)
-                for d in devices]
+        per_gpu = concurrency or default_concurrency(len(devices))
+        return [Lane(name=f"cuda:{d}", env={**os.environ, "CUDA_VISIBLE_DEVICES": d}, spares=spares,
+                     concurrency=per_gpu) for d in devices]
     count = cpu_lanes or max(1, (os.cpu_count() or 2) // 2)
     return [Lane(name=f"cpu:{i}", env=None, spares=spares) for i in range(count)]
 
@@ -169,13 +183,16 @@ def _screen_with_retry(candidate: Candidate, spec: Problem | None, policy: Polic
 def screen_many(items: Iterable[Candidate | tuple[Candidate, Problem]], problem: Problem | None = None, *,
                 policy: Policy = DEFAULT_POLICY, options: ScreenOptions | None = None,
                 devices: list[str] | None = None, cpu_lanes: int | None = None, spares: int = 1,
-                lanes: list | None = None) -> Iterator[ScreenResult]:
+                concurrency: int | None = None, lanes: list | None = None) -> Iterator[ScreenResult]:
     """Screen every candidate; yield a ``ScreenResult`` as each one finishes.
 
     ``items``: candidates (all against ``problem``, or each its own ``Candidate.problem``), or
     ``(candidate, problem)`` pairs. ``devices``: ``CUDA_VISIBLE_DEVICES`` values, one lane each
     (default: every visible GPU; none visible: ``cpu_lanes`` lanes, default half the cores).
-    ``lanes``: ready-made runners with ``name``, ``start``, ``run(job)`` and ``close`` (tests).
+    ``concurrency``: candidates in flight per GPU lane (default ``default_concurrency``; 1: one
+    at a time, with ``spares`` workers started ahead).
+    ``lanes``: ready-made runners with ``name``, ``start``, ``run(job)``, ``close`` and optionally
+    ``concurrency`` (tests).
     Stopping the iteration early stops the lanes after their current candidate.
     ``summarize(list(screen_many(...)))`` gives throughput and seconds per stage.
     """
@@ -187,7 +204,7 @@ def screen_many(items: Iterable[Candidate | tuple[Candidate, Problem]], problem:
         total += 1
     if total == 0:
         return
-    lanes = lanes if lanes is not None else _lanes(devices, cpu_lanes, spares)
+    lanes = lanes if lanes is not None else _lanes(devices, cpu_lanes, spares, concurrency)
     lanes = lanes[:total]
     done: queue.Queue = queue.Queue()
     stop = threading.Event()
@@ -211,8 +228,8 @@ def screen_many(items: Iterable[Candidate | tuple[Candidate, Problem]], problem:
     try:
         for lane in lanes:
             lane.start()
-        threads = [threading.Thread(target=serve, args=(lane,), name=f"kernelgate-{lane.name}", daemon=True)
-                   for lane in lanes]
+        threads = [threading.Thread(target=serve, args=(lane,), name=f"kernelgate-{lane.name}-{slot}", daemon=True)
+                   for lane in lanes for slot in range(getattr(lane, "concurrency", 1))]
         for thread in threads:
             thread.start()
         for _ in range(total):

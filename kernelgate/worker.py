@@ -43,9 +43,10 @@ from kernelgate import compile_cache
 from kernelgate._base import Model
 from kernelgate.errors import ProblemError, WorkerError
 from kernelgate.models import Candidate, Failure, Measurement, Problem, Reason
+from kernelgate.turns import GpuTurns
 
-__all__ = ["ScreenOptions", "Job", "WorkerResult", "Worker", "WorkerPool", "default_pool", "child_environment",
-           "default_host_memory_mb"]
+__all__ = ["ScreenOptions", "Job", "WorkerResult", "Worker", "WorkerPool", "TurnPool", "default_pool",
+           "child_environment", "default_host_memory_mb"]
 
 log = logging.getLogger(__name__)
 
@@ -415,6 +416,54 @@ class WorkerPool:
             idle, self._idle = self._idle, []
         for worker in idle:
             worker.close()
+
+
+class TurnPool:
+    """Several jobs at once on one GPU, each timed alone (``kernelgate.turns``).
+
+    Each job gets a fresh worker, started inside a shared turn: its start-up, load, compile,
+    numerics and artifacts overlap other jobs' (the CPU cores compile in parallel). At its timing
+    phase the job gives the shared turn back and waits for the exclusive one, so no other worker
+    of this pool does anything while it is timed. Call ``run`` from up to ``concurrency`` threads.
+    The GPU memory each worker may hold is the job's ``gpu_memory_fraction`` split ``concurrency``
+    ways. The result's seconds gain ``turn_wait`` (before the shared turn) and ``timing_wait``
+    (before the exclusive one).
+    """
+
+    def __init__(self, concurrency: int, env: dict[str, str] | None = None, turns: GpuTurns | None = None,
+                 worker_factory: Callable[..., Worker] = Worker) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.concurrency = concurrency
+        self.env = env
+        self.turns = turns or GpuTurns()
+        self._new_worker = worker_factory
+
+    def run(self, job: Job) -> WorkerResult:
+        share = job.options.gpu_memory_fraction / self.concurrency
+        job = job.model_copy(update={"options": job.options.model_copy(update={"gpu_memory_fraction": share})})
+        held: list[str] = []
+        timing_wait = 0.0
+
+        def exclusive_turn() -> None:
+            nonlocal timing_wait
+            held.remove("shared")
+            self.turns.release_shared()
+            timing_wait = self.turns.acquire_exclusive()
+            held.append("exclusive")
+
+        turn_wait = self.turns.acquire_shared()
+        held.append("shared")
+        try:
+            result = self._new_worker(env=self.env).run(job, before_timing=exclusive_turn)
+        finally:
+            for turn in held:
+                (self.turns.release_shared if turn == "shared" else self.turns.release_exclusive)()
+        result.seconds.update(turn_wait=round(turn_wait, 4), timing_wait=round(timing_wait, 4))
+        return result
+
+    def close(self) -> None:
+        """Nothing is started ahead: each job's worker ends with its job."""
 
 
 _default: WorkerPool | None = None

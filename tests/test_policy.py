@@ -13,12 +13,12 @@ PEAKS = SPEC_TABLE["H200-SXM-141GB"]
 
 
 def _metrics(lre: float = 0.9, lre_low: float | None = None, lre_high: float | None = None, u: float = 0.5,
-             u_physics: float | None = None, t_candidate_ms: float = 1.0) -> Metrics:
+             u_physics: float | None = None, t_candidate_ms: float = 1.0, bound: str = "memory") -> Metrics:
     lre_low = lre * 0.95 if lre_low is None else lre_low
     lre_high = lre * 1.05 if lre_high is None else lre_high
     return Metrics(t_candidate_ms=t_candidate_ms, t_library_ms=lre * t_candidate_ms, lre=lre, lre_low=lre_low,
                    lre_high=lre_high, t_floor_ms=u * t_candidate_ms if u > 0 else 0.004, u_candidate=u,
-                   u_library=u / lre, u_physics=u if u_physics is None else u_physics, bound="memory",
+                   u_library=u / lre, u_physics=u if u_physics is None else u_physics, bound=bound,
                    flops=1e6, bytes_compulsory=1e9, peaks=PEAKS, math_mode=MathMode.fp32)
 
 
@@ -85,6 +85,21 @@ def test_structural_when_only_structural_finding():
     assert d.status is Status.structural
     assert d.findings == [STRUCTURAL]
     assert 0 < d.confidence < 0.9
+
+
+def test_compute_bound_near_the_library_without_finding_is_structural():
+    d = decide(_metrics(lre=0.6, u=0.5, bound="compute"), [], numerics_checked=True)
+    assert d.status is Status.structural
+    assert [f.code for f in d.findings] == ["codegen_gap"] and d.findings[0].kind == "structural"
+    assert "0.60" in d.findings[0].evidence
+    # far behind the library, or memory-bound, or with a repairable defect: not structural
+    assert decide(_metrics(lre=0.2, u=0.5, bound="compute"), [], numerics_checked=True).status is Status.repair
+    assert decide(_metrics(lre=0.6, u=0.5), [], numerics_checked=True).status is Status.repair
+    assert decide(_metrics(lre=0.6, u=0.5, bound="compute"), [REPAIRABLE], numerics_checked=True).status is Status.repair
+    # the threshold is the policy's
+    strict = Policy(structural_lre_min=0.7)
+    assert decide(_metrics(lre=0.6, u=0.5, bound="compute"), [], numerics_checked=True, policy=strict).status \
+        is Status.repair
 
 
 def test_flagged_by_utilization_alone_even_when_lre_above_one():

@@ -1,0 +1,125 @@
+"""Turns on one GPU: preparation overlaps, a timing runs alone; real workers in a concurrent lane."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from kernelgate import Candidate, Problem, Status
+from kernelgate.errors import WorkerError
+from kernelgate.many import Lane, screen_many
+from kernelgate.models import Measurement
+from kernelgate.turns import GpuTurns
+from kernelgate.worker import Job, TurnPool, WorkerResult
+from tests import canned
+from tests.conftest import fixture_source
+
+
+def _overlaps(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+def test_a_waiting_timing_goes_before_new_preparation():
+    turns = GpuTurns()
+    turns.acquire_shared()  # a worker preparing
+    order: list[str] = []
+    timing = threading.Thread(target=lambda: (turns.acquire_exclusive(), order.append("timing"),
+                                              turns.release_exclusive()))
+    timing.start()
+    while turns.state()[2] == 0:  # the timing now waits
+        time.sleep(0.005)
+    late = threading.Thread(target=lambda: (turns.acquire_shared(), order.append("late shared"),
+                                            turns.release_shared()))
+    late.start()
+    time.sleep(0.1)
+    assert order == []  # neither may start while the first worker prepares
+    turns.release_shared()
+    timing.join(5)
+    late.join(5)
+    assert order == ["timing", "late shared"]
+    assert turns.state() == (0, False, 0)
+
+
+def test_releasing_a_turn_not_held_is_an_error():
+    turns = GpuTurns()
+    with pytest.raises(RuntimeError):
+        turns.release_shared()
+    with pytest.raises(RuntimeError):
+        turns.release_exclusive()
+
+
+class _FakeWorker:
+    """Prepares for ``prep_s``, asks for its timing turn, times for ``time_s``; records when."""
+
+    log: list[tuple[str, int, float, float]] = []
+    lock = threading.Lock()
+
+    def __init__(self, env=None, prep_s: float = 0.05, time_s: float = 0.02, fail: bool = False) -> None:
+        self.prep_s, self.time_s, self.fail = prep_s, time_s, fail
+
+    def run(self, job: Job, before_timing=None) -> WorkerResult:
+        ident = int(job.candidate.name)
+        began = time.perf_counter()
+        time.sleep(self.prep_s)
+        if self.fail:
+            raise WorkerError("canned: the worker died")
+        prepared = time.perf_counter()
+        before_timing()
+        timed = time.perf_counter()
+        time.sleep(self.time_s)
+        done = time.perf_counter()
+        with self.lock:
+            self.log += [("prep", ident, began, prepared), ("timing", ident, timed, done)]
+        return WorkerResult(measurement=Measurement(), exit="ok",
+                            seconds={"fraction": job.options.gpu_memory_fraction})
+
+
+def _job(i: int) -> Job:
+    return Job(candidate=Candidate(source=canned.SOURCE.format(tag=i), entry="layernorm", name=str(i)),
+               problem=Problem.op("rowsum", rows=8, cols=128))
+
+
+def test_turn_pool_times_each_job_alone_while_preparation_overlaps():
+    _FakeWorker.log = []
+    pool = TurnPool(4, worker_factory=_FakeWorker)
+    results: list[WorkerResult] = []
+    jobs = [_job(i) for i in range(12)]
+    threads = [threading.Thread(target=lambda j=j: results.append(pool.run(j))) for j in jobs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert len(results) == 12 and pool.turns.state() == (0, False, 0)
+    timings = [(a, b, i) for kind, i, a, b in _FakeWorker.log if kind == "timing"]
+    preps = [(a, b, i) for kind, i, a, b in _FakeWorker.log if kind == "prep"]
+    for a, b, i in timings:  # nothing else of the pool ran during a timing
+        assert not any(_overlaps((a, b), (c, d)) for c, d, j in timings + preps if j != i)
+    assert any(_overlaps(p[:2], q[:2]) for p in preps for q in preps if p[2] != q[2])  # preparation did overlap
+    # the GPU memory share is split between the jobs in flight, and the waits are reported
+    assert all(r.seconds["fraction"] == pytest.approx(0.85 / 4) for r in results)
+    assert all({"turn_wait", "timing_wait"} <= set(r.seconds) for r in results)
+
+
+def test_turn_pool_gives_its_turn_back_when_a_worker_fails():
+    pool = TurnPool(2, worker_factory=lambda env=None: _FakeWorker(fail=True))
+    with pytest.raises(WorkerError):
+        pool.run(_job(0))
+    assert pool.turns.state() == (0, False, 0)
+    _FakeWorker.log = []
+    pool._new_worker = _FakeWorker
+    assert pool.run(_job(1)).exit == "ok"  # and the next job is served
+
+
+def test_concurrent_lane_with_real_workers_on_the_cpu():
+    """Two candidates in flight in one lane, each in its own real worker; every index once."""
+    problem = Problem.op("rowsum", rows=8, cols=128)
+    names = ["rowsum_good.py", "wrong_values.py", "rowsum_good.py"]
+    items = [(Candidate(source=fixture_source(n), entry="kernel", name=n), problem) for n in names]
+    results = list(screen_many(items, lanes=[Lane(name="cpu:0", concurrency=2)]))
+    assert sorted(r.index for r in results) == [0, 1, 2]
+    by_index = {r.index: r for r in results}
+    assert by_index[0].verdict.status is not Status.reject and by_index[2].verdict.status is not Status.reject
+    assert by_index[1].verdict.status is Status.reject
+    assert all("turn_wait" in r.stage_seconds for r in results)
