@@ -177,7 +177,8 @@ def evaluate(job, workdir: Path, emit: Callable[[str, Measurement | None], None]
              wait_for_go: Callable[[], None] = lambda: None) -> Measurement:
     """Run every worker stage for one job; ``emit(phase, partial)`` reports progress.
 
-    ``wait_for_go`` blocks before timing until the supervisor says the machine is quiet.
+    ``wait_for_go`` blocks at the start of the numerics and of the timing until the supervisor says
+    the GPU may be used (a concurrent lane gives numerics a shared turn, timing an exclusive one).
     """
     opts = job.options
     cuda = torch.cuda.is_available()
@@ -229,6 +230,8 @@ def evaluate(job, workdir: Path, emit: Callable[[str, Measurement | None], None]
             m.notes.append(note)
         stage_done("load")
         emit("run", m)
+        wait_for_go()
+        clock = time.perf_counter()  # the wait for a turn is the supervisor's to report, not a stage's
         m.numerics = NumericsReport(checked=False, passed=False, state_copied=copied,
                                     executor="interpreter" if interpret else "gpu",
                                     atol=problem.numerics_tolerance.atol, rtol=problem.numerics_tolerance.rtol)
@@ -259,6 +262,7 @@ def evaluate(job, workdir: Path, emit: Callable[[str, Measurement | None], None]
         if cuda and m.numerics.passed:
             emit("timing", m)
             wait_for_go()
+            clock = time.perf_counter()
             _time(m, problem, candidate, gen, opts, checks)
             stage_done("timing")
         elif not cuda:

@@ -8,7 +8,7 @@ Each lane owns one device (its workers see only it, through ``CUDA_VISIBLE_DEVIC
 screens ``concurrency`` candidates at once (default: half the CPU cores per GPU, at most 8). Their
 workers start, compile, check numerics and build artifacts side by side, but each candidate is
 timed alone: ``kernelgate.turns`` gives the timing an exclusive turn on the lane, during which no
-other worker of the lane does anything (``TurnPool``). With ``concurrency=1`` a lane runs one
+other worker of the lane starts or runs anything on the GPU; compiles may go on (``TurnPool``). With ``concurrency=1`` a lane runs one
 candidate at a time, with a spare worker started ahead. Every worker serves exactly one candidate.
 Without a GPU nothing is timed, so several one-at-a-time lanes share the CPU.
 
@@ -18,7 +18,7 @@ cannot start) is retried once on a fresh worker; if it fails again, or the probl
 built, the result carries ``error`` instead of a verdict.
 
 Where the time goes: each result carries the verdict's seconds per stage (``stage_seconds``:
-turn_wait and timing_wait in a concurrent lane, worker_wait, load, numerics with compile as its
+worker_start, turn_wait and timing_wait in a concurrent lane, worker_wait, load, numerics with compile as its
 part, artifacts, timing, job, total) and when it finished; ``summarize(results)`` turns a run
 into candidates per hour, median seconds per stage and counts by status.
 ``kernelgate.ray_pool.screen_many_ray`` gives the same stream on a Ray cluster.
@@ -65,7 +65,7 @@ class ScreenResult:
     from the last one)."""
 
 
-_STAGE_ORDER = ("turn_wait", "timing_wait", "worker_wait", "load", "numerics", "compile", "artifacts", "timing", "job", "total")
+_STAGE_ORDER = ("worker_start", "turn_wait", "timing_wait", "worker_wait", "load", "numerics", "compile", "artifacts", "timing", "job", "total")
 
 
 def summarize(results: Iterable[ScreenResult], wall_seconds: float | None = None) -> dict[str, Any]:

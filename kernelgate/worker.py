@@ -8,7 +8,8 @@ Rules every worker follows:
   costs little latency (``WorkerPool``);
 - the child writes JSON records on a private pipe, not on stdout: the candidate's own prints go
   to a log file, and every record is validated by the parent;
-- spares finish starting before a job's timing phase begins (the child waits for a go-ahead);
+- the child waits for a go-ahead before its numerics and before its timing (``GATED_PHASES``):
+  spares finish starting before a job times, and a ``TurnPool`` hands out turns on the GPU there;
 - each phase has its own deadline (load and compile, run, artifacts, timing); past it the whole
   process group is killed;
 - a dead child (segfault, illegal address, ``os._exit``, out of memory) becomes a ``Failure``, with
@@ -113,6 +114,10 @@ class WorkerResult(Model):
     log_tail: str = ""
     """The end of the candidate's own stdout/stderr."""
     seconds: dict[str, float] = Field(default_factory=dict)
+
+
+GATED_PHASES = ("run", "timing")
+"""Phases the child starts only on the parent's go-ahead (the GPU-heavy ones: numerics, timing)."""
 
 
 class _Record(Model):
@@ -277,11 +282,12 @@ class Worker:
 
     # --- one job -----------------------------------------------------------------------------
 
-    def run(self, job: Job, before_timing: Callable[[], None] | None = None) -> WorkerResult:
+    def run(self, job: Job, on_phase: Callable[[str], None] | None = None) -> WorkerResult:
         """Send the job, supervise its phases, always return a result (never the child's exception).
 
-        The child waits for a go-ahead before it times; ``before_timing`` runs first (the pool
-        uses it to let a starting spare finish, so its start-up cannot disturb the timings).
+        ``on_phase(name)`` runs as each phase begins (load, run, artifacts, timing); for the gated
+        phases the child waits until it returns (a pool lets starting spares finish before a
+        timing, or waits for a turn on the GPU). Each phase's deadline starts after it returns.
         """
         opts = job.options
         seconds: dict[str, float] = {}
@@ -309,9 +315,9 @@ class Worker:
                 phase = record.phase
                 if record.measurement is not None:
                     partial = record.measurement
-                if phase == "timing":
-                    if before_timing is not None:
-                        before_timing()
+                if on_phase is not None:
+                    on_phase(phase)
+                if phase in GATED_PHASES:
                     try:
                         self.proc.stdin.write(b"go\n")
                         self.proc.stdin.flush()
@@ -396,7 +402,7 @@ class WorkerPool:
         return worker
 
     def run(self, job: Job) -> WorkerResult:
-        return self.acquire().run(job, before_timing=self._settle_spares)
+        return self.acquire().run(job, on_phase=lambda phase: self._settle_spares() if phase == "timing" else None)
 
     def _settle_spares(self) -> None:
         """Wait until starting spares are up (torch import, CUDA context): quiet host and GPU for timing."""
@@ -421,13 +427,15 @@ class WorkerPool:
 class TurnPool:
     """Several jobs at once on one GPU, each timed alone (``kernelgate.turns``).
 
-    Each job gets a fresh worker, started inside a shared turn: its start-up, load, compile,
-    numerics and artifacts overlap other jobs' (the CPU cores compile in parallel). At its timing
-    phase the job gives the shared turn back and waits for the exclusive one, so no other worker
-    of this pool does anything while it is timed. Call ``run`` from up to ``concurrency`` threads.
-    The GPU memory each worker may hold is the job's ``gpu_memory_fraction`` split ``concurrency``
-    ways. The result's seconds gain ``turn_wait`` (before the shared turn) and ``timing_wait``
-    (before the exclusive one).
+    Each job gets a fresh worker. Its start-up (the CUDA context) and its numerics (the
+    candidate's first kernels, Triton's JIT compile) take shared turns, which overlap other jobs'
+    shared turns; its timing takes the exclusive turn, so no other worker of this pool starts or
+    runs anything on the GPU meanwhile. Loading (imports, TileLang and CUDA builds) and the
+    artifacts (ahead-of-time compiles) are CPU work and take no turn: a long CUDA build does not
+    hold up the timings. Call ``run`` from up to ``concurrency`` threads. The GPU memory each
+    worker may hold is the job's ``gpu_memory_fraction`` split ``concurrency`` ways. The result's
+    seconds gain ``worker_start``, ``turn_wait`` (for shared turns) and ``timing_wait`` (for the
+    exclusive one).
     """
 
     def __init__(self, concurrency: int, env: dict[str, str] | None = None, turns: GpuTurns | None = None,
@@ -442,24 +450,44 @@ class TurnPool:
     def run(self, job: Job) -> WorkerResult:
         share = job.options.gpu_memory_fraction / self.concurrency
         job = job.model_copy(update={"options": job.options.model_copy(update={"gpu_memory_fraction": share})})
-        held: list[str] = []
-        timing_wait = 0.0
+        held: list[str] = []  # the turn this job holds now: [], ["shared"] or ["exclusive"]
+        waited = {"turn_wait": 0.0, "timing_wait": 0.0}
 
-        def exclusive_turn() -> None:
-            nonlocal timing_wait
-            held.remove("shared")
-            self.turns.release_shared()
-            timing_wait = self.turns.acquire_exclusive()
-            held.append("exclusive")
+        def leave() -> None:
+            if held:
+                (self.turns.release_shared if held.pop() == "shared" else self.turns.release_exclusive)()
 
-        turn_wait = self.turns.acquire_shared()
-        held.append("shared")
+        def take(turn: str) -> None:
+            leave()
+            if turn == "shared":
+                waited["turn_wait"] += self.turns.acquire_shared()
+            else:
+                waited["timing_wait"] += self.turns.acquire_exclusive()
+            held.append(turn)
+
+        def on_phase(phase: str) -> None:
+            if phase == "run":
+                take("shared")
+            elif phase == "timing":
+                take("exclusive")
+            else:  # load, artifacts: CPU work
+                leave()
+
         try:
-            result = self._new_worker(env=self.env).run(job, before_timing=exclusive_turn)
+            take("shared")
+            began = time.perf_counter()
+            worker = self._new_worker(env=self.env)
+            try:
+                worker.wait_ready(job.options.startup_timeout_s)
+            except WorkerError:
+                worker.close()
+                raise
+            waited["worker_start"] = time.perf_counter() - began
+            leave()
+            result = worker.run(job, on_phase=on_phase)
         finally:
-            for turn in held:
-                (self.turns.release_shared if turn == "shared" else self.turns.release_exclusive)()
-        result.seconds.update(turn_wait=round(turn_wait, 4), timing_wait=round(timing_wait, 4))
+            leave()
+        result.seconds.update({k: round(v, 4) for k, v in waited.items()})
         return result
 
     def close(self) -> None:

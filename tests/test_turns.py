@@ -51,27 +51,38 @@ def test_releasing_a_turn_not_held_is_an_error():
 
 
 class _FakeWorker:
-    """Prepares for ``prep_s``, asks for its timing turn, times for ``time_s``; records when."""
+    """Loads (CPU) for ``load_s``, runs numerics for ``prep_s`` and times for ``time_s``; records when."""
 
     log: list[tuple[str, int, float, float]] = []
     lock = threading.Lock()
 
-    def __init__(self, env=None, prep_s: float = 0.05, time_s: float = 0.02, fail: bool = False) -> None:
-        self.prep_s, self.time_s, self.fail = prep_s, time_s, fail
+    def __init__(self, env=None, load_s: float = 0.15, prep_s: float = 0.05, time_s: float = 0.02,
+                 fail: bool = False) -> None:
+        self.load_s, self.prep_s, self.time_s, self.fail = load_s, prep_s, time_s, fail
 
-    def run(self, job: Job, before_timing=None) -> WorkerResult:
-        ident = int(job.candidate.name)
+    def wait_ready(self, timeout: float) -> None:
+        time.sleep(0.01)
+
+    def close(self) -> None:
+        pass
+
+    def _spell(self, kind: str, ident: int, seconds: float) -> None:
         began = time.perf_counter()
-        time.sleep(self.prep_s)
+        time.sleep(seconds)
+        with self.lock:
+            self.log.append((kind, ident, began, time.perf_counter()))
+
+    def run(self, job: Job, on_phase=None) -> WorkerResult:
+        ident = int(job.candidate.name)
+        on_phase("load")
+        self._spell("load", ident, self.load_s if ident % 2 else 0.01)  # a long build beside short ones
+        on_phase("run")
+        self._spell("numerics", ident, self.prep_s)
         if self.fail:
             raise WorkerError("canned: the worker died")
-        prepared = time.perf_counter()
-        before_timing()
-        timed = time.perf_counter()
-        time.sleep(self.time_s)
-        done = time.perf_counter()
-        with self.lock:
-            self.log += [("prep", ident, began, prepared), ("timing", ident, timed, done)]
+        on_phase("artifacts")
+        on_phase("timing")
+        self._spell("timing", ident, self.time_s)
         return WorkerResult(measurement=Measurement(), exit="ok",
                             seconds={"fraction": job.options.gpu_memory_fraction})
 
@@ -86,20 +97,31 @@ def test_turn_pool_times_each_job_alone_while_preparation_overlaps():
     pool = TurnPool(4, worker_factory=_FakeWorker)
     results: list[WorkerResult] = []
     jobs = [_job(i) for i in range(12)]
-    threads = [threading.Thread(target=lambda j=j: results.append(pool.run(j))) for j in jobs]
+
+    def serve() -> None:  # as screen_many does: each of 4 threads takes the next job when it is free
+        while jobs:
+            try:
+                job = jobs.pop(0)
+            except IndexError:
+                return
+            results.append(pool.run(job))
+
+    threads = [threading.Thread(target=serve) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(30)
     assert len(results) == 12 and pool.turns.state() == (0, False, 0)
-    timings = [(a, b, i) for kind, i, a, b in _FakeWorker.log if kind == "timing"]
-    preps = [(a, b, i) for kind, i, a, b in _FakeWorker.log if kind == "prep"]
-    for a, b, i in timings:  # nothing else of the pool ran during a timing
-        assert not any(_overlaps((a, b), (c, d)) for c, d, j in timings + preps if j != i)
-    assert any(_overlaps(p[:2], q[:2]) for p in preps for q in preps if p[2] != q[2])  # preparation did overlap
+    spells = {kind: [(a, b, i) for k, i, a, b in _FakeWorker.log if k == kind] for kind in ("load", "numerics", "timing")}
+    for a, b, i in spells["timing"]:  # no other numerics or timing ran during a timing
+        assert not any(_overlaps((a, b), (c, d)) for c, d, j in spells["timing"] + spells["numerics"] if j != i)
+    numerics = spells["numerics"]
+    assert any(_overlaps(p[:2], q[:2]) for p in numerics for q in numerics if p[2] != q[2])  # numerics overlapped
+    # loading is CPU work: it takes no turn, and may go on while another job times
+    assert any(_overlaps(p[:2], q[:2]) for p in spells["load"] for q in spells["timing"] if p[2] != q[2])
     # the GPU memory share is split between the jobs in flight, and the waits are reported
     assert all(r.seconds["fraction"] == pytest.approx(0.85 / 4) for r in results)
-    assert all({"turn_wait", "timing_wait"} <= set(r.seconds) for r in results)
+    assert all({"worker_start", "turn_wait", "timing_wait"} <= set(r.seconds) for r in results)
 
 
 def test_turn_pool_gives_its_turn_back_when_a_worker_fails():
