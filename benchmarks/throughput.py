@@ -5,9 +5,10 @@
     python benchmarks/throughput.py --adaptive --out /tmp/adaptive.json     # adaptive timing
     python benchmarks/throughput.py --only rowsum --copies 1 --repeat 1 --out /tmp/smoke.json   # CPU
 
-The batch: every case of ``./kg examples`` and of the study corpus (``benchmarks/study.py``) at its
-problem's own shape on a GPU (their CPU shapes without one), ``--copies`` times each, shuffled
-with a fixed seed: Triton, TileLang and CUDA candidates; good, slow and wrong ones. The compile
+The batch: every case of ``./kg examples`` (with ``--with-corpus``, the study corpus of
+``benchmarks/study.py`` too) at its problem's own shape on a GPU (their CPU shapes without one),
+``--copies`` times each, shuffled with a fixed seed: Triton, TileLang and CUDA candidates; good,
+slow and wrong ones (25 cases x 4 copies = 100 candidates by default). The compile
 cache is off unless ``--compile-cache``: every candidate compiles from scratch in its own worker,
 as a batch of new sources would. The same batch runs ``--repeat`` times.
 
@@ -34,13 +35,13 @@ from _record import run_header  # noqa: E402
 
 from kernelgate import Candidate, Problem, ScreenOptions  # noqa: E402
 from kernelgate.hardware import detect  # noqa: E402
-from kernelgate.many import screen_many, summarize  # noqa: E402
+from kernelgate.many import default_concurrency, screen_many, summarize  # noqa: E402
 
 LONG_KERNEL_MS = 0.05
 
 
-def batch(gpu: bool, only: list[str] | None) -> list[tuple[str, Candidate, Problem]]:
-    """(case name, candidate, problem) for every example and study case."""
+def batch(gpu: bool, only: list[str] | None, corpus: bool) -> list[tuple[str, Candidate, Problem]]:
+    """(case name, candidate, problem) for every example (and study) case."""
     from screen_examples import CASES
     from study import CORPUS
 
@@ -51,7 +52,7 @@ def batch(gpu: bool, only: list[str] | None) -> list[tuple[str, Candidate, Probl
         problem = Problem(kind="kernelbench_file", name=str(examples / case.problem),
                           shape={} if gpu else case.cpu_shape)
         items.append((case.name, Candidate(source=(examples / case.candidate).read_text(), name=case.name), problem))
-    for case in (c for c in CORPUS if wanted(c.name)):
+    for case in (c for c in CORPUS if corpus and wanted(c.name)):
         items.append((case.name, Candidate(source=(examples / case.kernel).read_text(), name=case.name),
                       case.problem(gpu)))
     seen, unique = set(), []
@@ -66,7 +67,8 @@ def batch(gpu: bool, only: list[str] | None) -> list[tuple[str, Candidate, Probl
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, type=Path)
-    parser.add_argument("--copies", type=int, default=3, help="each case this many times in the batch (default 3)")
+    parser.add_argument("--copies", type=int, default=4, help="each case this many times in the batch (default 4)")
+    parser.add_argument("--with-corpus", action="store_true", help="add the study corpus to the batch")
     parser.add_argument("--repeat", type=int, default=3, help="runs of the same batch (default 3)")
     parser.add_argument("--concurrency", type=int, default=None,
                         help="candidates in flight per GPU (default: kernelgate.many.default_concurrency)")
@@ -77,14 +79,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     gpu = detect() is not None
-    cases = batch(gpu, args.only)
+    cases = batch(gpu, args.only, args.with_corpus)
     items = [(name, candidate, problem) for name, candidate, problem in cases for _ in range(args.copies)]
     random.Random(args.seed).shuffle(items)
     options = ScreenOptions(timing_adaptive=args.adaptive, compile_cache=args.compile_cache)
     record = {**run_header("python benchmarks/throughput.py", argv),
               "batch": {"distinct_cases": len(cases), "candidates": len(items), "copies": args.copies,
                         "cases": sorted({name for name, _, _ in items})},
-              "options": {"concurrency": args.concurrency, "timing_adaptive": args.adaptive,
+              "options": {"concurrency": args.concurrency or (default_concurrency(1) if gpu else None),
+                          "timing_adaptive": args.adaptive,
                           "compile_cache": args.compile_cache},
               "runs": []}
     print(f"{'GPU' if gpu else 'no GPU (CPU shapes, nothing timed)'}: {len(items)} candidates "
