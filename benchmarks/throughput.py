@@ -97,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
         results = []
         for result in screen_many([(c, p) for _, c, p in items], options=options, concurrency=args.concurrency):
             results.append(result)
+            if len(results) % 10 == 0:  # a run cut short still leaves what it did
+                partial = summarize(results, time.perf_counter() - began)
+                _write(args.out, {**record, "partial_run": {"run": run, "summary": partial}})
         wall = time.perf_counter() - began
         summary = summarize(results, wall)
         timed = sum(r.stage_seconds.get("timing", 0.0) for r in results)
@@ -104,13 +107,17 @@ def main(argv: list[str] | None = None) -> int:
         rows = [_row(items[r.index][0], r) for r in sorted(results, key=lambda r: r.index)]
         record["runs"].append({"run": run, "summary": summary, "candidates": rows})
         record["lre_spread"] = lre_spread(record["runs"])
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(record, indent=2, allow_nan=False) + "\n")  # each run kept as it ends
+        _write(args.out, record)  # each run kept as it ends
         print(f"run {run}: {summary['candidates_per_hour']} candidates/hour, wall {summary['wall_seconds']} s, "
               f"{summary['by_status']}, median stages {summary['median_stage_seconds']}", flush=True)
     print(json.dumps(record["lre_spread"], indent=2))
     lost = [r for run in record["runs"] for r in run["candidates"] if r["status"] is None]
     return 1 if lost else 0
+
+
+def _write(path: Path, record: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=2, allow_nan=False) + "\n")
 
 
 def _row(name: str, r) -> dict:

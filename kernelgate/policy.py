@@ -35,6 +35,9 @@ class Policy(Model):
     """Flag a candidate whose LRE estimate (t_library / t_candidate) is below this."""
     u_min: float = Field(default=0.3, ge=0, le=1)
     """Flag a candidate whose roofline utilization is below this."""
+    memory_access_codes: tuple[str, ...] = ("scalar_global_loads", "uncoalesced_access")
+    """Findings about how memory is read: they explain the gap of a memory-bound candidate, not of a
+    compute-bound one, whose time is set by its math (they stay in the verdict as evidence)."""
     structural_lre_min: float = Field(default=0.5, gt=0)
     """A flagged compute-bound candidate with no finding and LRE at least this is structural (codegen_gap)."""
     u_impossible: float = Field(default=1.1, gt=1)
@@ -81,6 +84,8 @@ def decide(metrics: Metrics | None, findings: list[Finding], *, numerics_checked
     """Status of a candidate that passed numerics (or could not be checked)."""
     repairable = [f for f in findings if f.kind == "repairable"]
     structural = [f for f in findings if f.kind == "structural"]
+    if metrics is not None and metrics.bound == "compute":
+        repairable = [f for f in repairable if f.code not in policy.memory_access_codes]
     if metrics is None:
         if repairable:
             return Decision(Status.repair, None, 0.4, findings)

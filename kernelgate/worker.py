@@ -188,11 +188,16 @@ class Worker:
         self._reader = os.fdopen(read_fd, "rb", buffering=0)
         self._buffer = b""
         self._ready = False
+        self.paused_seconds = 0.0
+        """Time spent stopped by its pool (``pause``): added to the deadlines of its phases."""
+        self._paused_at: float | None = None
 
     # --- channel -----------------------------------------------------------------------------
 
     def _next_record(self, deadline: float) -> _Record | None:
-        """The next valid record, or None on EOF or deadline. Invalid lines are skipped."""
+        """The next valid record, or None on EOF or deadline (moved on by any time spent paused).
+        Invalid lines are skipped."""
+        paused_before = self._paused_total()
         sel = selectors.DefaultSelector()
         sel.register(self._reader, selectors.EVENT_READ)
         try:
@@ -204,7 +209,7 @@ class Worker:
                     except (ValidationError, ValueError):
                         log.warning("worker sent an invalid record (%d bytes); ignored", len(line))
                         continue
-                remaining = deadline - time.monotonic()
+                remaining = deadline + (self._paused_total() - paused_before) - time.monotonic()
                 if remaining <= 0:
                     return None
                 if not sel.select(timeout=min(remaining, 0.25)):
@@ -242,7 +247,30 @@ class Worker:
 
     # --- lifecycle ---------------------------------------------------------------------------
 
+    def pause(self) -> None:
+        """Stop the worker's whole process group (its compilers too) until ``resume``."""
+        if self._paused_at is None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGSTOP)
+                self._paused_at = time.monotonic()
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def _paused_total(self) -> float:
+        ongoing = time.monotonic() - self._paused_at if self._paused_at is not None else 0.0
+        return self.paused_seconds + ongoing
+
+    def resume(self) -> None:
+        if self._paused_at is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGCONT)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.paused_seconds += time.monotonic() - self._paused_at
+            self._paused_at = None
+
     def kill(self) -> None:
+        self.resume()
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -429,13 +457,18 @@ class TurnPool:
 
     Each job gets a fresh worker. Its start-up (the CUDA context) and its numerics (the
     candidate's first kernels, Triton's JIT compile) take shared turns, which overlap other jobs'
-    shared turns; its timing takes the exclusive turn, so no other worker of this pool starts or
-    runs anything on the GPU meanwhile. Loading (imports, TileLang and CUDA builds) and the
-    artifacts (ahead-of-time compiles) are CPU work and take no turn: a long CUDA build does not
-    hold up the timings. Call ``run`` from up to ``concurrency`` threads. The GPU memory each
-    worker may hold is the job's ``gpu_memory_fraction`` split ``concurrency`` ways. The result's
-    seconds gain ``worker_start``, ``turn_wait`` (for shared turns) and ``timing_wait`` (for the
-    exclusive one).
+    shared turns. Loading (imports, TileLang and CUDA builds) and the artifacts (ahead-of-time
+    compiles) are CPU work and take no turn. Its timing takes the exclusive turn: no shared turn
+    is running then, and every other worker of the pool is stopped (SIGSTOP, compilers included)
+    until the timing ends, so the timing sees a machine as quiet as a one-at-a-time lane, while a
+    long CUDA build elsewhere only waits. Deadlines do not count time spent stopped.
+
+    A job that runs out of memory beside others is run again alone (``alone``: the exclusive
+    turn from start to end), so a large problem is not rejected for its neighbours' memory.
+    Call ``run`` from up to ``concurrency`` threads; each worker process is limited to its share of
+    the CPU threads (``OMP_NUM_THREADS``, ``TVM_NUM_THREADS``) unless the environment sets them.
+    The result's seconds gain ``worker_start``, ``turn_wait`` (for shared turns), ``timing_wait``
+    (for the exclusive one) and ``run_alone`` (1 for a job run again alone).
     """
 
     def __init__(self, concurrency: int, env: dict[str, str] | None = None, turns: GpuTurns | None = None,
@@ -443,29 +476,55 @@ class TurnPool:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.concurrency = concurrency
-        self.env = env
+        threads = str(max(1, (os.cpu_count() or 2) // concurrency))
+        self.env = {"OMP_NUM_THREADS": threads, "TVM_NUM_THREADS": threads, **(os.environ if env is None else env)}
         self.turns = turns or GpuTurns()
         self._new_worker = worker_factory
+        self._live: set = set()
+        self._lock = threading.Lock()
 
     def run(self, job: Job) -> WorkerResult:
-        share = job.options.gpu_memory_fraction / self.concurrency
-        job = job.model_copy(update={"options": job.options.model_copy(update={"gpu_memory_fraction": share})})
+        result = self._attempt(job, alone=False)
+        failure = result.measurement.failure
+        if failure is not None and failure.reason is Reason.out_of_memory:
+            result = self._attempt(job, alone=True)
+            result.seconds["run_alone"] = 1
+        return result
+
+    def _attempt(self, job: Job, alone: bool) -> WorkerResult:
         held: list[str] = []  # the turn this job holds now: [], ["shared"] or ["exclusive"]
+        paused: list = []
         waited = {"turn_wait": 0.0, "timing_wait": 0.0}
+        worker = None
 
         def leave() -> None:
-            if held:
-                (self.turns.release_shared if held.pop() == "shared" else self.turns.release_exclusive)()
+            if not held:
+                return
+            if held.pop() == "shared":
+                self.turns.release_shared()
+                return
+            for other in paused:
+                other.resume()
+            paused.clear()
+            self.turns.release_exclusive()
 
         def take(turn: str) -> None:
+            if held == [turn] or (alone and held):
+                return
             leave()
             if turn == "shared":
                 waited["turn_wait"] += self.turns.acquire_shared()
             else:
                 waited["timing_wait"] += self.turns.acquire_exclusive()
+                with self._lock:
+                    paused.extend(w for w in self._live if w is not worker)
+                for other in paused:
+                    other.pause()
             held.append(turn)
 
         def on_phase(phase: str) -> None:
+            if alone:
+                return
             if phase == "run":
                 take("shared")
             elif phase == "timing":
@@ -474,19 +533,24 @@ class TurnPool:
                 leave()
 
         try:
-            take("shared")
+            take("exclusive" if alone else "shared")
             began = time.perf_counter()
             worker = self._new_worker(env=self.env)
+            with self._lock:
+                self._live.add(worker)
             try:
                 worker.wait_ready(job.options.startup_timeout_s)
             except WorkerError:
                 worker.close()
                 raise
             waited["worker_start"] = time.perf_counter() - began
-            leave()
+            if not alone:
+                leave()
             result = worker.run(job, on_phase=on_phase)
         finally:
             leave()
+            with self._lock:
+                self._live.discard(worker)
         result.seconds.update({k: round(v, 4) for k, v in waited.items()})
         return result
 

@@ -102,6 +102,15 @@ def test_compute_bound_near_the_library_without_finding_is_structural():
         is Status.repair
 
 
+def test_memory_access_findings_do_not_explain_a_compute_bound_gap():
+    loads = Finding(code="scalar_global_loads", kind="repairable", evidence="ld.global.b16", hint="vectorize")
+    d = decide(_metrics(lre=0.6, u=0.5, bound="compute"), [loads], numerics_checked=True)
+    assert d.status is Status.structural and [f.code for f in d.findings] == ["scalar_global_loads", "codegen_gap"]
+    assert decide(_metrics(lre=0.6, u=0.5), [loads], numerics_checked=True).status is Status.repair  # memory-bound
+    assert decide(_metrics(lre=0.6, u=0.5, bound="compute"), [loads, REPAIRABLE],
+                  numerics_checked=True).status is Status.repair
+
+
 def test_flagged_by_utilization_alone_even_when_lre_above_one():
     # beats a weak library op by 2x but uses 10% of the roofline
     m = _metrics(lre=2.0, lre_low=1.8, lre_high=2.2, u=0.1)

@@ -66,14 +66,23 @@ class _FakeWorker:
     def close(self) -> None:
         pass
 
+    def pause(self) -> None:
+        self.paused_at = time.perf_counter()
+
+    def resume(self) -> None:
+        with self.lock:
+            self.log.append(("paused", self.ident, self.paused_at, time.perf_counter()))
+
     def _spell(self, kind: str, ident: int, seconds: float) -> None:
         began = time.perf_counter()
         time.sleep(seconds)
         with self.lock:
             self.log.append((kind, ident, began, time.perf_counter()))
 
+    ident = -1
+
     def run(self, job: Job, on_phase=None) -> WorkerResult:
-        ident = int(job.candidate.name)
+        ident = self.ident = int(job.candidate.name)
         on_phase("load")
         self._spell("load", ident, self.load_s if ident % 2 else 0.01)  # a long build beside short ones
         on_phase("run")
@@ -117,11 +126,37 @@ def test_turn_pool_times_each_job_alone_while_preparation_overlaps():
         assert not any(_overlaps((a, b), (c, d)) for c, d, j in spells["timing"] + spells["numerics"] if j != i)
     numerics = spells["numerics"]
     assert any(_overlaps(p[:2], q[:2]) for p in numerics for q in numerics if p[2] != q[2])  # numerics overlapped
-    # loading is CPU work: it takes no turn, and may go on while another job times
-    assert any(_overlaps(p[:2], q[:2]) for p in spells["load"] for q in spells["timing"] if p[2] != q[2])
-    # the GPU memory share is split between the jobs in flight, and the waits are reported
-    assert all(r.seconds["fraction"] == pytest.approx(0.85 / 4) for r in results)
+    # loading is CPU work: it takes no turn, but a worker loading while another times is stopped meanwhile
+    overlapping = [(p, q) for p in spells["load"] for q in spells["timing"] if p[2] != q[2] and _overlaps(p[:2], q[:2])]
+    assert overlapping
+    paused = [(a, b, i) for k, i, a, b in _FakeWorker.log if k == "paused"]
+    for load, timing in overlapping:
+        assert any(i == load[2] and a <= timing[0] + 0.005 and b >= timing[1] - 0.005 for a, b, i in paused)
+    # the waits are reported; every worker has the whole GPU memory fraction (an out-of-memory runs alone)
+    assert all(r.seconds["fraction"] == pytest.approx(0.85) for r in results)
     assert all({"worker_start", "turn_wait", "timing_wait"} <= set(r.seconds) for r in results)
+
+
+def test_out_of_memory_beside_others_runs_again_alone():
+    from kernelgate.models import Failure, Reason
+
+    attempts = []
+
+    class _Hungry(_FakeWorker):
+        def run(self, job, on_phase=None):
+            attempts.append(job.candidate.name)
+            on_phase("load")
+            on_phase("run")
+            if len(attempts) == 1:
+                return WorkerResult(measurement=Measurement(failure=Failure(
+                    reason=Reason.out_of_memory, stage="numerics", message="CUDA out of memory")), exit="ok")
+            on_phase("timing")
+            return WorkerResult(measurement=Measurement(), exit="ok")
+
+    pool = TurnPool(3, worker_factory=_Hungry)
+    result = pool.run(_job(7))
+    assert attempts == ["7", "7"] and result.measurement.failure is None and result.seconds["run_alone"] == 1
+    assert pool.turns.state() == (0, False, 0)
 
 
 def test_turn_pool_gives_its_turn_back_when_a_worker_fails():
@@ -145,3 +180,24 @@ def test_concurrent_lane_with_real_workers_on_the_cpu():
     assert by_index[0].verdict.status is not Status.reject and by_index[2].verdict.status is not Status.reject
     assert by_index[1].verdict.status is Status.reject
     assert all("turn_wait" in r.stage_seconds for r in results)
+
+
+def test_a_real_worker_can_be_stopped_and_resumed_without_losing_its_job():
+    from kernelgate.worker import Worker
+
+    worker = Worker()
+    try:
+        worker.wait_ready(120)
+        worker.pause()
+        with open(f"/proc/{worker.proc.pid}/stat") as stat:
+            assert stat.read().split(")")[1].split()[0] == "T"  # stopped
+        time.sleep(0.3)
+        worker.resume()
+        assert worker.paused_seconds >= 0.3
+        problem = Problem.op("rowsum", rows=8, cols=128)
+        job = Job(candidate=Candidate(source=fixture_source("rowsum_good.py"), entry="kernel", dsl="triton"),
+                  problem=problem)
+        result = worker.run(job)
+        assert result.exit == "exit code 0" and result.measurement.failure is None
+    finally:
+        worker.close()
