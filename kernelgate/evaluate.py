@@ -33,7 +33,7 @@ from kernelgate import compile_cache, integrity, roofline
 from kernelgate.dsl import get_plugin
 from kernelgate.errors import ProblemError
 from kernelgate.hardware import detect, peaks_for
-from kernelgate.models import Environment, Failure, Measurement, NumericsReport, Reason, TrialResult
+from kernelgate.models import Environment, Failure, Finding, Measurement, NumericsReport, Reason, TrialResult
 from kernelgate.models import Problem
 from kernelgate.numerics import changed_inputs, check_trial_output, compare, poisoned_allocations, same_values
 from kernelgate.problems import DISTRIBUTIONS, BuiltProblem, build_problem, randomize_state
@@ -318,6 +318,14 @@ def _check_numerics(m: Measurement, problem: BuiltProblem, candidate, plugin, lo
             if heavy:
                 raise checks.fail(Reason.library_op_used, "forward called torch on operands as large as the "
                                   f"problem's input ({largest:,} elements): {', '.join(heavy[:4])}", "numerics")
+            copies = integrity.large_copies(recorder.copies, largest)
+            if copies:
+                m.runtime_findings.append(Finding(
+                    code="wrapper_copies", kind="repairable",
+                    evidence=f"forward copies data around its kernel (inputs of up to {largest:,} elements): "
+                             + ", ".join(copies[:4]),
+                    hint="read the input in its own layout and dtype inside the kernel (strides, a cast on load) "
+                         "instead of .contiguous() / .float() / .to() in forward: each copy is another pass over memory"))
             m.cost = problem.cost(inputs, ref)
         checks.per_call = dict(log.counts)
         if not torch.isfinite(ref).any():

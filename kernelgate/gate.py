@@ -94,7 +94,7 @@ def metrics_of(m: Measurement) -> Metrics | None:
 def _verdict(candidate: Candidate, problem: Problem, dsl: str | None, m: Measurement, policy: Policy,
              started: float, seconds: dict[str, float]) -> Verdict:
     sm_count = m.environment.device.sm_count if m.environment and m.environment.device else None
-    findings = diagnose(m.kernels, m.cost, sm_count) + list(m.integrity)
+    findings = diagnose(m.kernels, m.cost, sm_count) + list(m.runtime_findings) + list(m.integrity)
     metrics = metrics_of(m) if m.failure is None else None
     message = None
     if m.failure is not None:

@@ -40,7 +40,7 @@ from typing import Iterable
 from kernelgate.models import Failure, Finding, Reason
 
 __all__ = ["Hit", "scan", "static_failure", "evidence_findings", "evidence_for", "Guard", "OpRecorder",
-           "heavy_ops", "gpu_kernel_share", "NON_COMPUTE_OPS"]
+           "heavy_ops", "large_copies", "gpu_kernel_share", "NON_COMPUTE_OPS", "COPY_OPS"]
 
 
 @dataclass(frozen=True)
@@ -648,10 +648,27 @@ class OpRecorder:
                 name = getattr(func, "__name__", str(func))
                 if name not in NON_COMPUTE_OPS:
                     recorder.calls.append((name, _largest(args, kwargs)))
-                return func(*args, **kwargs)
+                result = func(*args, **kwargs)
+                if name in COPY_OPS:
+                    recorder._note_copy(name, args, result)
+                return result
 
         self.calls: list[tuple[str, int]] = []
+        self.copies: list[tuple[str, int]] = []
+        """Calls that copied data (a new buffer, or ``copy_``), with the elements copied."""
         self._mode = _Mode()
+
+    def _note_copy(self, name: str, args, result) -> None:
+        import torch
+
+        source = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        if name == "copy_":
+            size = source.numel() if source is not None else 0
+        elif isinstance(result, torch.Tensor) and (source is None or result.data_ptr() != source.data_ptr()):
+            size = result.numel()
+        else:  # a no-op: already contiguous, already that dtype
+            return
+        self.copies.append((name, size))
 
     def __enter__(self) -> "OpRecorder":
         self._mode.__enter__()
@@ -671,6 +688,16 @@ def _largest(args, kwargs) -> int:
             if isinstance(item, torch.Tensor):
                 best = max(best, item.numel())
     return best
+
+
+COPY_OPS = frozenset("contiguous clone to float half bfloat16 double type copy_ cat stack".split())
+"""Tensor calls that may copy data; ``OpRecorder`` notes those that did."""
+
+
+def large_copies(copies: list[tuple[str, int]], problem_elements: int, share: float = 0.5) -> list[str]:
+    """Copies in forward of at least ``share`` of the problem's largest input: an extra pass over memory each."""
+    limit = max(1, int(share * problem_elements))
+    return [f"{name} of {size:,} elements" for name, size in copies if size >= limit]
 
 
 def heavy_ops(calls: list[tuple[str, int]], problem_elements: int, share: float = 0.5) -> list[str]:

@@ -317,6 +317,8 @@ class Measurement(Model):
     """Wall-clock seconds per worker stage (load, numerics, artifacts, timing)."""
     integrity: list[Finding] = Field(default_factory=list)
     """Static integrity evidence that did not reject on its own (``kernelgate.integrity``)."""
+    runtime_findings: list[Finding] = Field(default_factory=list)
+    """Defects seen while the candidate ran (``wrapper_copies``: data copied around the kernel)."""
 
 
 class Finding(Model):

@@ -332,3 +332,21 @@ def test_good_example_gains_no_finding(good_verdicts, name):
     assert verdict.kernels, "no kernel artifacts: nothing was diagnosed"
     new = {f.code for f in verdict.findings} - ALLOWED_TODAY.get(name, set())
     assert not new, [f"{f.code}: {f.evidence}" for f in verdict.findings if f.code in new]
+
+
+def test_copies_around_the_kernel_are_a_wrapper_copies_finding():
+    """forward that copies its input before the kernel (x.clone(), x.t().contiguous()) gets a finding; the
+    same kernel without the copy gets none."""
+    from kernelgate import Candidate, Problem, screen
+    from tests.conftest import fixture_source
+
+    problem = Problem.op("rowsum", rows=16, cols=256)
+    good = fixture_source("rowsum_good.py")
+    copying = good.replace("    rows, n = x.shape\n", "    x = x.t().contiguous().t().clone()\n    rows, n = x.shape\n", 1)
+    assert copying != good
+    verdict = screen(Candidate(source=copying, entry="kernel", name="copying"), problem)
+    (finding,) = [f for f in verdict.findings if f.code == "wrapper_copies"]
+    assert finding.kind == "repairable" and "contiguous of 4,096 elements" in finding.evidence
+    assert "clone of 4,096 elements" in finding.evidence
+    plain = screen(Candidate(source=good, entry="kernel", name="plain"), problem)
+    assert not any(f.code == "wrapper_copies" for f in plain.findings)
