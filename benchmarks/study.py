@@ -129,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--table", type=Path, help="also write the markdown table here")
     parser.add_argument("--plot", type=Path, help="also draw the roofline plot here (PNG)")
     parser.add_argument("--only", nargs="+", metavar="WORD", help="cases whose name contains one of these words")
-    parser.add_argument("--concurrency", type=int, default=None, help="candidates in flight per GPU")
+    parser.add_argument("--concurrency", type=int, default=None,
+                        help="candidates in flight per GPU (default 1: timings as quiet as they get)")
     args = parser.parse_args(argv)
 
     gpu = detect() is not None
@@ -146,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     truth(rows)
     record = {**run_header("python benchmarks/study.py", argv),
               "definitions": {"library_faster": LIBRARY_FASTER, "variant_faster": VARIANT_FASTER},
-              "run": summarize(results.values()), "cases": rows}
+              "concurrency": args.concurrency or 1, "run": summarize(results.values()), "cases": rows}
     if gpu:
         record["agreement_default_policy"] = agreement(rows, DEFAULT_POLICY)
         record["fit"] = fit(rows)
@@ -283,50 +284,66 @@ def markdown_table(rows: list[dict]) -> str:
 
 
 def plot(rows: list[dict], path: Path) -> None:
-    """Achieved TFLOP/s against FLOP per byte, with the memory and compute roofs of the device."""
+    """Two panels: the roofline (achieved TFLOP/s against FLOP per byte, with the device's roofs; ops
+    with a FLOP count) and the two screens (U against LRE, with the policy's thresholds; every
+    timed kernel)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    timed = [r for r in rows if r["metrics"] is not None and r["flops"]]
+    timed = [r for r in rows if r["metrics"] is not None]
     if not timed:
         return
     peaks = timed[0]["metrics"]["peaks"]
-    fig, ax = plt.subplots(figsize=(9, 6))
-    xs = [r["flops"] / r["bytes"] for r in timed]
-    lo, hi = min(xs) / 2, max(xs) * 2
-    grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
-    bw = peaks["bw_gbs"] * 1e9
-    for mode, style in (("fp32", ":"), ("fp16", "--")):
-        top = peaks["flops_tflops"].get(mode)
-        if top:
-            ax.plot(grid, [min(top, bw * x / 1e12) for x in grid], style, color="grey", label=f"roof ({mode})")
     colors = {"accept": "tab:green", "repair": "tab:orange", "structural": "tab:purple", "reject": "tab:red"}
-    for r, x in zip(timed, xs):
+    fig, (roof, screens) = plt.subplots(1, 2, figsize=(15, 6.5))
+
+    counted = [r for r in timed if r["flops"]]
+    xs = [r["flops"] / r["bytes"] for r in counted]
+    if counted:
+        lo, hi = min(xs) / 2, max(xs) * 2
+        grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
+        bw = peaks["bw_gbs"] * 1e9
+        for mode, style in (("fp32", ":"), ("fp16", "--")):
+            top = peaks["flops_tflops"].get(mode)
+            if top:
+                roof.plot(grid, [min(top, bw * x / 1e12) for x in grid], style, color="grey", label=f"roof ({mode})")
+    for r, x in zip(counted, xs):
         achieved = r["flops"] / (r["t_candidate_ms"] * 1e-3) / 1e12
         library = r["flops"] / (r["t_library_ms"] * 1e-3) / 1e12
-        ax.scatter([x], [achieved], marker="o" if r["dsl"] == "triton" else "s",
-                   color=colors.get(r["status"], "black"), zorder=3)
-        ax.scatter([x], [library], marker="x", color="black", zorder=2)
-        ax.annotate(r["name"].replace("tilelang_", "tl_").replace("triton_", "tr_"), (x, achieved), fontsize=6,
-                    xytext=(3, 3), textcoords="offset points")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity, FLOP per compulsory byte")
-    ax.set_ylabel("achieved TFLOP/s")
+        roof.scatter([x], [achieved], marker="o" if r["dsl"] == "triton" else "s",
+                     color=colors.get(r["status"], "black"), zorder=3)
+        roof.scatter([x], [library], marker="x", color="black", zorder=2)
+        roof.annotate(_short(r["name"]), (x, achieved), fontsize=6, xytext=(3, 3), textcoords="offset points")
+    roof.set(xscale="log", yscale="log", xlabel="arithmetic intensity, FLOP per compulsory byte",
+             ylabel="achieved TFLOP/s", title="Roofline (kernels whose op has a FLOP count)")
+
+    for r in timed:
+        screens.scatter([r["lre"]], [r["u_candidate"]], marker="o" if r["dsl"] == "triton" else "s",
+                        color=colors.get(r["status"], "black"), zorder=3)
+        screens.annotate(_short(r["name"]), (r["lre"], r["u_candidate"]), fontsize=6, xytext=(3, 3),
+                         textcoords="offset points")
+    screens.axvline(DEFAULT_POLICY.lre_min, color="grey", linestyle="--")
+    screens.axhline(DEFAULT_POLICY.u_min, color="grey", linestyle=":")
+    screens.set(xscale="log", yscale="log", xlabel="LRE = t_library / t_candidate",
+                ylabel="U = t_floor / t_candidate",
+                title=f"The two screens (accepted: LRE >= {DEFAULT_POLICY.lre_min} and U >= {DEFAULT_POLICY.u_min})")
+
     handles = [plt.Line2D([], [], marker="o", linestyle="", color=c, label=s) for s, c in colors.items()]
     handles += [plt.Line2D([], [], marker="o", linestyle="", color="grey", label="Triton"),
                 plt.Line2D([], [], marker="s", linestyle="", color="grey", label="TileLang"),
                 plt.Line2D([], [], marker="x", linestyle="", color="black", label="library")]
-    roofs = [h for h in ax.get_lines()]
-    ax.legend(handles=handles + roofs, fontsize=7, loc="lower right")
-    ax.set_title(f"Study corpus on {timed[0]['metrics']['peaks'].get('device_name', 'the GPU')}: "
-                 "kernels (by verdict) and the library")
+    roof.legend(handles=handles + list(roof.get_lines()), fontsize=7, loc="lower right")
+    fig.suptitle(f"Study corpus on {peaks.get('device_name', 'the GPU')}")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=130)
+    fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def _short(name: str) -> str:
+    return name.replace("tilelang_", "tl_").replace("triton_", "tr_")
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from _record import run_header  # noqa: E402
 
 from kernelgate import Candidate, Problem, ScreenOptions  # noqa: E402
 from kernelgate.hardware import detect  # noqa: E402
-from kernelgate.many import default_concurrency, screen_many, summarize  # noqa: E402
+from kernelgate.many import screen_many, summarize  # noqa: E402
 
 LONG_KERNEL_MS = 0.05
 
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--with-corpus", action="store_true", help="add the study corpus to the batch")
     parser.add_argument("--repeat", type=int, default=3, help="runs of the same batch (default 3)")
     parser.add_argument("--concurrency", type=int, default=None,
-                        help="candidates in flight per GPU (default: kernelgate.many.default_concurrency)")
+                        help="candidates in flight per GPU (default 1; kernelgate.many.default_concurrency suggests more)")
     parser.add_argument("--adaptive", action="store_true", help="adaptive timing (ScreenOptions.timing_adaptive)")
     parser.add_argument("--compile-cache", action="store_true", help="reuse compiled code across candidates")
     parser.add_argument("--only", nargs="+", metavar="WORD", help="cases whose name contains one of these words")
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     record = {**run_header("python benchmarks/throughput.py", argv),
               "batch": {"distinct_cases": len(cases), "candidates": len(items), "copies": args.copies,
                         "cases": sorted({name for name, _, _ in items})},
-              "options": {"concurrency": args.concurrency or (default_concurrency(1) if gpu else None),
+              "options": {"concurrency": (args.concurrency or 1) if gpu else None,
                           "timing_adaptive": args.adaptive,
                           "compile_cache": args.compile_cache},
               "runs": []}

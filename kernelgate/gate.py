@@ -63,7 +63,8 @@ def screen(candidate: Candidate, problem: Problem | None = None, *, policy: Poli
 def _unparsable(source: str) -> Failure | None:
     """A syntax error, found without running anything."""
     try:
-        compile(source, "candidate.py", "exec")
+        with integrity.PARSE_LOCK:
+            compile(source, "candidate.py", "exec")
     except SyntaxError as exc:
         return Failure(reason=Reason.syntax_error, stage="load",
                        message=f"line {exc.lineno}: {(exc.text or '').strip()}\nSyntaxError: {exc.msg}")

@@ -40,7 +40,7 @@ from typing import Iterable
 from kernelgate.models import Failure, Finding, Reason
 
 __all__ = ["Hit", "scan", "static_failure", "evidence_findings", "evidence_for", "Guard", "OpRecorder",
-           "heavy_ops", "large_copies", "gpu_kernel_share", "NON_COMPUTE_OPS", "COPY_OPS"]
+           "heavy_ops", "large_copies", "gpu_kernel_share", "NON_COMPUTE_OPS", "COPY_OPS", "PARSE_LOCK"]
 
 
 @dataclass(frozen=True)
@@ -330,10 +330,16 @@ def _is_shape_literal(node: ast.AST) -> bool:
     return False
 
 
+PARSE_LOCK = threading.Lock()
+"""Held while the gate parses a candidate. CPython 3.11's parser is not safe in several threads at
+once: screen_many's lanes once got ``SystemError: AST constructor recursion depth mismatch``."""
+
+
 def scan(source: str) -> list[Hit]:
     """Every static rule that matches the source, in line order. Unparsable source: no hits."""
     try:
-        tree = ast.parse(source)
+        with PARSE_LOCK:
+            tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return []
     scanner = _Scanner(source)

@@ -4,13 +4,16 @@
     for result in screen_many([(cand, problem), ...]):
         result.index, result.verdict.status            # in the order they finish
 
-Each lane owns one device (its workers see only it, through ``CUDA_VISIBLE_DEVICES``) and
-screens ``concurrency`` candidates at once (default: half the CPU cores per GPU, at most 8). Their
-workers start, compile, check numerics and build artifacts side by side, but each candidate is
-timed alone: ``kernelgate.turns`` gives the timing an exclusive turn on the lane, during which no
-other worker of the lane starts or runs anything on the GPU; compiles may go on (``TurnPool``). With ``concurrency=1`` a lane runs one
-candidate at a time, with a spare worker started ahead. Every worker serves exactly one candidate.
-Without a GPU nothing is timed, so several one-at-a-time lanes share the CPU.
+Each lane owns one device (its workers see only it, through ``CUDA_VISIBLE_DEVICES``). By
+default a lane screens one candidate at a time, with a spare worker started ahead. With
+``concurrency`` above 1 (``default_concurrency`` suggests half the CPU cores per GPU, at most 8)
+its workers start, compile, check numerics and build artifacts side by side, and each candidate
+is timed alone: ``kernelgate.turns`` gives the timing an exclusive turn on the lane, during which
+no numerics run and every other worker is stopped (``TurnPool``). That is opt-in: on the H200
+(2026-12-03, ``docs/study.md``) short Triton kernels timed 35-45 microseconds slower in a lane of
+8 than one at a time, enough to flip their verdicts, for a cause not yet found. Every worker
+serves exactly one candidate. Without a GPU nothing is timed, so several one-at-a-time lanes
+share the CPU.
 
 Nothing is lost or duplicated: each index comes back exactly once. A candidate that kills its
 worker is a ``reject`` verdict, as with ``screen``. A fault of the gate itself (a worker that
@@ -18,8 +21,8 @@ cannot start) is retried once on a fresh worker; if it fails again, or the probl
 built, the result carries ``error`` instead of a verdict.
 
 Where the time goes: each result carries the verdict's seconds per stage (``stage_seconds``:
-worker_start, turn_wait and timing_wait in a concurrent lane, worker_wait, load, numerics with compile as its
-part, artifacts, timing, job, total) and when it finished; ``summarize(results)`` turns a run
+worker_start, turn_wait and timing_wait in a concurrent lane, worker_wait, load, numerics with
+compile as its part, artifacts, timing, job, total) and when it finished; ``summarize(results)`` turns a run
 into candidates per hour, median seconds per stage and counts by status.
 ``kernelgate.ray_pool.screen_many_ray`` gives the same stream on a Ray cluster.
 """
@@ -147,7 +150,7 @@ class Lane:
 def _lanes(devices: list[str] | None, cpu_lanes: int | None, spares: int, concurrency: int | None) -> list[Lane]:
     devices = visible_devices() if devices is None else devices
     if devices:
-        per_gpu = concurrency or default_concurrency(len(devices))
+        per_gpu = concurrency or 1
         return [Lane(name=f"cuda:{d}", env={**os.environ, "CUDA_VISIBLE_DEVICES": d}, spares=spares,
                      concurrency=per_gpu) for d in devices]
     count = cpu_lanes or max(1, (os.cpu_count() or 2) // 2)
@@ -189,8 +192,8 @@ def screen_many(items: Iterable[Candidate | tuple[Candidate, Problem]], problem:
     ``items``: candidates (all against ``problem``, or each its own ``Candidate.problem``), or
     ``(candidate, problem)`` pairs. ``devices``: ``CUDA_VISIBLE_DEVICES`` values, one lane each
     (default: every visible GPU; none visible: ``cpu_lanes`` lanes, default half the cores).
-    ``concurrency``: candidates in flight per GPU lane (default ``default_concurrency``; 1: one
-    at a time, with ``spares`` workers started ahead).
+    ``concurrency``: candidates in flight per GPU lane (default 1: one at a time, with ``spares``
+    workers started ahead; more: ``TurnPool``, see the module's note on timing).
     ``lanes``: ready-made runners with ``name``, ``start``, ``run(job)``, ``close`` and optionally
     ``concurrency`` (tests).
     Stopping the iteration early stops the lanes after their current candidate.

@@ -189,8 +189,15 @@ def test_a_real_worker_can_be_stopped_and_resumed_without_losing_its_job():
     try:
         worker.wait_ready(120)
         worker.pause()
-        with open(f"/proc/{worker.proc.pid}/stat") as stat:
-            assert stat.read().split(")")[1].split()[0] == "T"  # stopped
+
+        def state() -> str:
+            with open(f"/proc/{worker.proc.pid}/stat") as stat:
+                return stat.read().split(")")[1].split()[0]
+
+        deadline = time.monotonic() + 5  # the signal is delivered asynchronously
+        while state() != "T" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert state() == "T"  # stopped
         time.sleep(0.3)
         worker.resume()
         assert worker.paused_seconds >= 0.3
