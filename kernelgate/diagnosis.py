@@ -85,6 +85,10 @@ SMALL_TILE_ELEMENTS = 64 * 64
 LARGE_TILE_ELEMENTS = 128 * 128
 """The tile a GEMM should use when the problem still gives every SM one at this size."""
 
+COMPUTE_BOUND_INTENSITY = 64.0
+"""FLOP per compulsory byte above which a problem is a tensor-core GEMM or convolution at heart (an
+H200 turns compute-bound near 160 in fp16): where the kind of MMA instruction matters."""
+
 _HINTS = {
     "scalar_global_loads": {
         "triton": "load contiguous blocks (tl.arange over a BLOCK of 4+ elements per thread) so the compiler "
@@ -148,6 +152,13 @@ _HINTS = {
                     "(cp.async / TMA) overlaps T.gemm",
         "cuda": "double-buffer the shared tiles with cp.async (cuda::memcpy_async / cp.async.cg) so the next K "
                 "slice loads while the current one is multiplied",
+    },
+    "warp_level_mma": {
+        "triton": "use tiles of at least 64 rows per warpgroup (e.g. 128x128 with 4-8 warps) so tl.dot lowers to "
+                  "wgmma",
+        "tilelang": "use block tiles of at least 64x64 per warpgroup (e.g. block_M=128, block_N=128, 128+ threads) "
+                    "so T.gemm lowers to Hopper's wgmma",
+        "cuda": "use wgmma.mma_async (CUTLASS 3 / CuTe) with 64-row warpgroup tiles instead of mma.sync/wmma",
     },
     "small_tiles": {
         "triton": "use 128x128 (or 128x256) output tiles with BLOCK_K 32-64, 8 warps and 3-4 stages, or "
@@ -713,6 +724,9 @@ def _idle_threads(k: KernelArtifact, cost: Cost | None, sm_count: int) -> Findin
 _DOT = re.compile(r"= (?:tt\.dot|ttng\.warp_group_dot) .*-> tensor<((?:\d+x)+)")
 _ASYNC_COPY = re.compile(r"\bcp\.async\b|cp\.async\.|async_copy|tma_load|\bcp_async")
 _GEMM_CALL = re.compile(r"tl::(?:wgmma|mma|gemm)\w*|wmma::mma_sync|\bmma\.sync|wgmma\.mma_async")
+_PIPELINED_LOOP = re.compile(r"cp_async|cp\.async|tma_load|mbarrier|\.wait\(")
+_WARP_MMA = re.compile(r"^\s*mma\.sync\.aligned\.\w+", re.MULTILINE)
+_WGMMA = re.compile(r"\bwgmma\.mma_async\b")
 
 
 def _ptx_loops(ptx: str) -> list[list[str]]:
@@ -743,13 +757,24 @@ def _no_pipelining(k: KernelArtifact, cost: Cost | None, sm_count: int) -> Findi
                                                     f"each K slice waits for its own loads")
         return None
     ptx = k.asm.get("ptx", "")
-    if not _TENSOR_CORE.search(ptx) or _ASYNC_COPY.search(ptx + k.asm.get("cuda", "")):
+    if not _TENSOR_CORE.search(ptx):
         return None
     if k.dsl == "tilelang" and "cuda" in k.asm:
-        for header, body in _cuda_loops(k.asm["cuda"].splitlines()):
-            if any(_GEMM_CALL.search(b) for b in body):
+        # the loop that multiplies must wait on asynchronous copies (cp.async, or TMA and its mbarriers in a
+        # warp-specialized kernel); an async copy elsewhere (a TMA store of C) does not pipeline the K loop
+        gemm_loops = [(h, body) for h, body in _cuda_loops(k.asm["cuda"].splitlines())
+                      if any(_GEMM_CALL.search(b) for b in body)]
+        # only the outermost loops are K loops: an unrolled MMA loop inside one is the same line object as a
+        # line of its body (the bodies are slices of one list)
+        outermost = [(h, body) for h, body in gemm_loops
+                     if not any(any(h is line for line in other) for _, other in gemm_loops)]
+        for header, body in outermost:
+            if not any(_PIPELINED_LOOP.search(b) for b in body):
                 return _finding("no_pipelining", k, f"`{_quote(header, 60)}` copies each K slice to shared memory "
                                                     f"synchronously, then multiplies it: no cp.async or TMA load")
+        return None
+    if _ASYNC_COPY.search(ptx + k.asm.get("cuda", "")):
+        return None
     if k.dsl == "cuda":
         loops = [lp for lp in _ptx_loops(ptx) if any(_TENSOR_CORE.search(x) for x in lp)]
         if loops:
@@ -759,6 +784,22 @@ def _no_pipelining(k: KernelArtifact, cost: Cost | None, sm_count: int) -> Findi
                 return _finding("no_pipelining", k, f"the mma K loop has {barriers} bar.sync per iteration and no "
                                                     f"cp.async: loads and math take turns (single-buffered)")
     return None
+
+
+def _warp_level_mma(k: KernelArtifact, cost: Cost | None, sm_count: int) -> Finding | None:
+    """TileLang and CUDA on sm_90: a GEMM on Ampere's warp-level mma.sync, not Hopper's warpgroup wgmma."""
+    if k.dsl not in ("tilelang", "cuda") or not k.target.startswith("cuda:90"):
+        return None
+    ptx = k.asm.get("ptx", "")
+    intensity = _intensity(cost)
+    if intensity is None or intensity < COMPUTE_BOUND_INTENSITY or _WGMMA.search(ptx):
+        return None
+    first = _WARP_MMA.search(ptx)
+    if first is None:
+        return None
+    count = len(_WARP_MMA.findall(ptx))
+    return _finding("warp_level_mma", k, f"{count} `{first.group(0).strip()}` and no wgmma.mma_async in the PTX on "
+                                         f"sm_90: the tensor cores run at the older warp-level rate")
 
 
 def _small_tiles(k: KernelArtifact, cost: Cost | None, sm_count: int) -> Finding | None:
@@ -838,7 +879,8 @@ def _round_trip_ptx(ptx: str) -> str | None:
 
 
 RULES = (_serial_reduction, _replicated_fragment, _tiny_block, _scalar_loads, _uncoalesced, _idle_threads,
-         _too_few_blocks, _spills, _matmul_without_tiles, _no_pipelining, _small_tiles, _dtype_round_trip, _fp64)
+         _too_few_blocks, _spills, _matmul_without_tiles, _no_pipelining, _warp_level_mma, _small_tiles,
+         _dtype_round_trip, _fp64)
 """Per-kernel rules, in order (feedback quotes the first findings first)."""
 
 HELPER_RULES = (_spills, _fp64)
