@@ -769,7 +769,10 @@ def _no_pipelining(k: KernelArtifact, cost: Cost | None, sm_count: int) -> Findi
         outermost = [(h, body) for h, body in gemm_loops
                      if not any(any(h is line for line in other) for _, other in gemm_loops)]
         for header, body in outermost:
-            if not any(_PIPELINED_LOOP.search(b) for b in body):
+            trips = re.search(r"<\s*(\d+)\s*;", header)
+            staged = any("__syncthreads" in b for b in body)  # copies into shared memory, then a barrier
+            if staged and (trips is None or int(trips.group(1)) >= 2) and not any(_PIPELINED_LOOP.search(b)
+                                                                                   for b in body):
                 return _finding("no_pipelining", k, f"`{_quote(header, 60)}` copies each K slice to shared memory "
                                                     f"synchronously, then multiplies it: no cp.async or TMA load")
         return None
