@@ -85,8 +85,10 @@ def compile_cache_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("diag-compile-cache")
 
 
-def _tilelang(fixture: str, inputs: list, cache_dir) -> KernelArtifact:
-    """Lower a TileLang fixture for sm_90a through the plug-in's hook and run its forward dry."""
+def _tilelang(fixture: str, inputs: list, cache_dir, folder: Path = DIAG,
+              problem_dtype: str = "float32") -> KernelArtifact:
+    """Lower a TileLang fixture (or an example, with its ``folder``) for sm_90a through the plug-in's
+    hook and run its forward dry."""
     from kernelgate import compile_cache
     from kernelgate.dsl import tilelang as plugin_module
 
@@ -97,14 +99,14 @@ def _tilelang(fixture: str, inputs: list, cache_dir) -> KernelArtifact:
     compile_cache.activate(str(cache_dir))
     plugin = plugin_module.TileLangPlugin()
     log = plugin.prepare(interpret=True)
-    log.dry_run, log.problem_dtype = True, "float32"
+    log.dry_run, log.problem_dtype = True, problem_dtype
     name = fixture.removesuffix(".py")
-    sys.path.insert(0, str(DIAG))
+    sys.path.insert(0, str(folder))
     try:
         importlib.import_module(name).ModelNew()(*inputs)
-        kernels, notes = plugin.artifacts(log, DIAG, interpret=True)
+        kernels, notes = plugin.artifacts(log, folder, interpret=True)
     finally:
-        sys.path.remove(str(DIAG))
+        sys.path.remove(str(folder))
         sys.modules.pop(name, None)
         tl_jit.cached = original  # the hook must not outlive the test in this process
         compile_cache.activate(None)
@@ -352,33 +354,6 @@ def test_copies_around_the_kernel_are_a_wrapper_copies_finding():
     assert not any(f.code == "wrapper_copies" for f in plain.findings)
 
 
-def _tilelang_example(name: str, inputs: list, problem_dtype: str, cache_dir) -> KernelArtifact:
-    """Lower one of examples/tilelang/ for sm_90a, as ``_tilelang`` does for the fixtures."""
-    from kernelgate import compile_cache
-    from kernelgate.dsl import tilelang as plugin_module
-
-    import tilelang  # noqa: F401
-
-    tl_jit = sys.modules["tilelang.jit"]
-    original = tl_jit.cached
-    compile_cache.activate(str(cache_dir))
-    plugin = plugin_module.TileLangPlugin()
-    log = plugin.prepare(interpret=True)
-    log.dry_run, log.problem_dtype = True, problem_dtype
-    folder = EXAMPLES / "tilelang"
-    sys.path.insert(0, str(folder))
-    try:
-        importlib.import_module(name).ModelNew()(*inputs)
-        kernels, _ = plugin.artifacts(log, folder, interpret=True)
-    finally:
-        sys.path.remove(str(folder))
-        sys.modules.pop(name, None)
-        tl_jit.cached = original
-        compile_cache.activate(None)
-    (kernel,) = kernels
-    return kernel
-
-
 def test_tilelang_gemm_on_small_unpipelined_tiles_is_named(compile_cache_dir):
     """The study's slow bf16 GEMM (32x32x32 tiles, num_stages=0) gets warp_level_mma and no_pipelining,
     though its PTX holds a TMA store; the fast one (128x256 tiles, 4 stages, warp-specialized) gets neither."""
@@ -386,9 +361,9 @@ def test_tilelang_gemm_on_small_unpipelined_tiles_is_named(compile_cache_dir):
 
     a, b = torch.rand(512, 512).bfloat16(), torch.rand(512, 512).bfloat16()
     cost = _gemm_cost(512)
-    slow = _tilelang_example("matmul_bf16_slow", [a, b], "bfloat16", compile_cache_dir)
+    slow = _tilelang("matmul_bf16_slow.py", [a, b], compile_cache_dir, EXAMPLES / "tilelang", "bfloat16")
     codes = {f.code: f for f in diagnose([slow], cost)}
     assert {"warp_level_mma", "no_pipelining"} <= set(codes)
     assert "mma.sync" in codes["warp_level_mma"].evidence and "wgmma" in codes["warp_level_mma"].hint
-    fast = _tilelang_example("matmul_bf16_fast", [a, b], "bfloat16", compile_cache_dir)
+    fast = _tilelang("matmul_bf16_fast.py", [a, b], compile_cache_dir, EXAMPLES / "tilelang", "bfloat16")
     assert not {"warp_level_mma", "no_pipelining"} & {f.code for f in diagnose([fast], cost)}
