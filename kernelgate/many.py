@@ -68,7 +68,8 @@ class ScreenResult:
     from the last one)."""
 
 
-_STAGE_ORDER = ("worker_start", "turn_wait", "timing_wait", "worker_wait", "load", "numerics", "compile", "artifacts", "timing", "job", "total")
+_STAGE_ORDER = ("worker_start", "turn_wait", "timing_wait", "worker_wait", "load", "numerics", "compile", "artifacts",
+                "timing", "job", "total")
 
 
 def summarize(results: Iterable[ScreenResult], wall_seconds: float | None = None) -> dict[str, Any]:
@@ -157,6 +158,17 @@ def _lanes(devices: list[str] | None, cpu_lanes: int | None, spares: int, concur
     return [Lane(name=f"cpu:{i}", env=None, spares=spares) for i in range(count)]
 
 
+def _work_items(items: Iterable[Candidate | tuple[Candidate, Problem]],
+               problem: Problem | None) -> list[tuple[int, Candidate, Problem | None]]:
+    """(index, candidate, its problem) for each item: a pair's own problem, else ``problem``, else
+    ``Candidate.problem`` (None: the candidate's result carries the error)."""
+    work = []
+    for index, item in enumerate(items):
+        candidate, own = item if isinstance(item, tuple) else (item, None)
+        work.append((index, candidate, own or problem or candidate.problem))
+    return work
+
+
 def _screen_with_retry(candidate: Candidate, spec: Problem | None, policy: Policy, options: ScreenOptions | None,
                        runner) -> tuple[Verdict | None, str | None, int]:
     """``screen`` once, or twice after a ``WorkerError``: (verdict, error, attempts), never raises.
@@ -199,14 +211,13 @@ def screen_many(items: Iterable[Candidate | tuple[Candidate, Problem]], problem:
     Stopping the iteration early stops the lanes after their current candidate.
     ``summarize(list(screen_many(...)))`` gives throughput and seconds per stage.
     """
-    jobs: queue.Queue = queue.Queue()
-    total = 0
-    for index, item in enumerate(items):
-        candidate, own = item if isinstance(item, tuple) else (item, None)
-        jobs.put((index, candidate, own or problem or candidate.problem))
-        total += 1
+    work = _work_items(items, problem)
+    total = len(work)
     if total == 0:
         return
+    jobs: queue.Queue = queue.Queue()
+    for entry in work:
+        jobs.put(entry)
     lanes = lanes if lanes is not None else _lanes(devices, cpu_lanes, spares, concurrency)
     lanes = lanes[:total]
     done: queue.Queue = queue.Queue()

@@ -46,7 +46,7 @@ import time
 from typing import Any, Iterable, Iterator
 
 from kernelgate.errors import KernelgateError
-from kernelgate.many import ScreenResult
+from kernelgate.many import ScreenResult, _work_items
 from kernelgate.models import Candidate, Problem, Verdict
 from kernelgate.policy import DEFAULT_POLICY, Policy
 from kernelgate.worker import Job, ScreenOptions, Worker, WorkerResult
@@ -140,11 +140,7 @@ def screen_many_ray(items: Iterable[Candidate | tuple[Candidate, Problem]], prob
     ray = _import_ray()
     if num_gpus_per_task is not None and num_gpus_per_task < 0:
         raise ValueError("num_gpus_per_task must be >= 0")
-    work = []
-    for index, item in enumerate(items):
-        candidate, own = item if isinstance(item, tuple) else (item, None)
-        work.append((index, candidate, own or problem or candidate.problem))
-    return _stream(ray, work, policy, options, num_gpus_per_task, address)
+    return _stream(ray, _work_items(items, problem), policy, options, num_gpus_per_task, address)
 
 
 def _stream(ray, work: list, policy: Policy, options: ScreenOptions | None, num_gpus: float | None,
