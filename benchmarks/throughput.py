@@ -49,9 +49,8 @@ def batch(gpu: bool, only: list[str] | None, corpus: bool) -> list[tuple[str, Ca
     wanted = (lambda name: not only or any(word in name for word in only))
     items = []
     for case in (c for c in CASES if wanted(c.name)):
-        problem = Problem(kind="kernelbench_file", name=str(examples / case.problem),
-                          shape={} if gpu else case.cpu_shape)
-        items.append((case.name, Candidate(source=(examples / case.candidate).read_text(), name=case.name), problem))
+        items.append((case.name, Candidate(source=(examples / case.candidate).read_text(), name=case.name),
+                      case.problem_spec(gpu)))
     for case in (c for c in CORPUS if corpus and wanted(c.name)):
         items.append((case.name, Candidate(source=(examples / case.kernel).read_text(), name=case.name),
                       case.problem(gpu)))

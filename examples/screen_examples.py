@@ -38,6 +38,10 @@ class Case:
     ``reject`` (wrong on purpose, e.g. TF32 on a strict-fp32 problem); ``either``: measured, no claim."""
     cpu_shape: dict[str, int] = field(default_factory=dict)
 
+    def problem_spec(self, gpu: bool) -> Problem:
+        """The problem at its own (KernelBench-sized) shape on a GPU, at ``cpu_shape`` without one."""
+        return Problem(kind="kernelbench_file", name=str(HERE / self.problem), shape={} if gpu else self.cpu_shape)
+
 
 CASES = [
     Case("layernorm_good", "triton/layernorm_good.py", "problems/layernorm.py", "accept", {"BATCH": 64, "HIDDEN": 1024}),
@@ -82,7 +86,7 @@ CASES = [
 
 def run_case(case: Case, gpu: bool) -> dict:
     source = (HERE / case.candidate).read_text()
-    problem = Problem(kind="kernelbench_file", name=str(HERE / case.problem), shape={} if gpu else case.cpu_shape)
+    problem = case.problem_spec(gpu)
     started = time.perf_counter()
     verdict = screen(Candidate(source=source, name=case.name), problem, options=ScreenOptions())
     wall = time.perf_counter() - started
