@@ -2,7 +2,8 @@
 
 Order matters: the private result channel is taken and stdout/stderr are sent to a log file
 before torch or the candidate is imported, so nothing the candidate prints can reach the parent
-as a record. Then torch (and the CUDA context) come up, the process announces itself ready and
+as a record. Then torch, triton and the plug-ins are imported, the CUDA context comes up (in a
+``TurnPool``, only after a go-ahead: ``START_GATE``), the process announces itself ready and
 waits for one job on stdin, sets that job's limits (``_limit``) and runs it. After the job it
 exits at once: threads the candidate started cannot keep it alive.
 """
@@ -12,6 +13,10 @@ from __future__ import annotations
 import json
 import os
 import sys
+
+START_GATE = "KERNELGATE_START_GATE"
+"""Set to 1 by a ``TurnPool``: after its imports (CPU work) the child says ``started`` and waits for
+a go-ahead before creating its CUDA context."""
 
 
 def main() -> None:
@@ -32,14 +37,17 @@ def main() -> None:
 
     import torch
 
-    if torch.cuda.is_available():
-        torch.cuda.init()
-        torch.ones(1, device="cuda").add_(1)
-        torch.cuda.synchronize()
     import kernelgate.evaluate  # noqa: F401  (imports triton and the plug-ins ahead of the job)
     from kernelgate.dsl import plugins
 
     plugins()
+    if os.environ.get(START_GATE) == "1":  # a TurnPool's worker: the GPU only in a turn
+        send({"type": "started"})
+        sys.stdin.readline()
+    if torch.cuda.is_available():
+        torch.cuda.init()
+        torch.ones(1, device="cuda").add_(1)
+        torch.cuda.synchronize()
     send({"type": "ready"})
 
     line = sys.stdin.readline()

@@ -177,8 +177,9 @@ def evaluate(job, workdir: Path, emit: Callable[[str, Measurement | None], None]
              wait_for_go: Callable[[], None] = lambda: None) -> Measurement:
     """Run every worker stage for one job; ``emit(phase, partial)`` reports progress.
 
-    ``wait_for_go`` blocks at the start of the numerics and of the timing until the supervisor says
-    the GPU may be used (a concurrent lane gives numerics a shared turn, timing an exclusive one).
+    ``wait_for_go`` blocks at the start of the numerics, between their parts, and at the start of
+    the timing until the supervisor says the GPU may be used (a concurrent lane gives numerics a
+    shared turn, timing an exclusive one).
     """
     opts = job.options
     cuda = torch.cuda.is_available()
@@ -194,11 +195,29 @@ def evaluate(job, workdir: Path, emit: Callable[[str, Measurement | None], None]
     gen.manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)  # the input seed lives only in gen
     clock = time.perf_counter()
 
+    part_clock = clock
+
     def stage_done(name: str) -> None:
-        nonlocal clock
+        nonlocal clock, part_clock
         now = time.perf_counter()
         m.stage_seconds[name] = round(now - clock, 4)
-        clock = now
+        clock = part_clock = now
+
+    def part_done(name: str) -> None:  # a part of the current stage, reported beside it
+        nonlocal part_clock
+        now = time.perf_counter()
+        m.stage_seconds[name] = round(now - part_clock, 4)
+        part_clock = now
+
+    def checkpoint() -> None:
+        """Between the numerics' parts: say ``run`` again and wait for the go-ahead (a concurrent
+        lane lets a waiting timing in here); the wait counts in no stage."""
+        nonlocal clock, part_clock
+        began = time.perf_counter()
+        emit("run", m)
+        wait_for_go()
+        waited = time.perf_counter() - began
+        clock, part_clock = clock + waited, part_clock + waited
 
     try:
         emit("load", None)
@@ -231,17 +250,22 @@ def evaluate(job, workdir: Path, emit: Callable[[str, Measurement | None], None]
         stage_done("load")
         emit("run", m)
         wait_for_go()
-        clock = time.perf_counter()  # the wait for a turn is the supervisor's to report, not a stage's
+        clock = part_clock = time.perf_counter()  # the wait for a turn is the supervisor's to report, not a stage's
         m.numerics = NumericsReport(checked=False, passed=False, state_copied=copied,
                                     executor="interpreter" if interpret else "gpu",
                                     atol=problem.numerics_tolerance.atol, rtol=problem.numerics_tolerance.rtol)
         try:
             _check_numerics(m, problem, candidate, plugin, log, path, gen, opts, interpret, checks)
+            part_done("trials")
             if m.numerics.passed:
+                checkpoint()
                 _probe_history(m, problem, candidate, plugin, path, gen, opts, checks, rechecks=not cuda)
                 _probe_shape(m, job.problem, problem, candidate, plugin, path, gen, checks)
+                part_done("probes")
                 if cuda:
+                    checkpoint()
                     _gpu_library_share(m, problem, candidate, gen, checks)
+                    part_done("kernel_profile")
         except CandidateFailure as failure:
             if interpret and failure.failure.reason is Reason.runtime_error:
                 # the interpreter runs code the compiler would refuse: ask the compiler
@@ -529,7 +553,7 @@ def _time(m: Measurement, problem: BuiltProblem, candidate, gen: torch.Generator
         report = time_pair(counted, problem.reference, sets, reps=opts.timing_reps,
                            max_seconds=opts.timing_max_seconds, rounds=rounds, keep=kept,
                            adaptive=opts.timing_adaptive, min_reps=opts.timing_min_reps,
-                           rel_halfwidth=opts.timing_rel_halfwidth)
+                           rel_halfwidth=opts.timing_rel_halfwidth, launch_window_ms=opts.timing_launch_window_ms)
         checks.after_call("after timing", "timing")
         per_call = checks.per_call or {}
         short = {k: (checks.log.counts.get(k, 0), n * calls) for k, n in per_call.items()
@@ -559,6 +583,11 @@ def _time(m: Measurement, problem: BuiltProblem, candidate, gen: torch.Generator
             # believe an impossible time only after a second, independent timing
             timing = timed(2)
     m.timing = timing
+    c = timing.candidate
+    if c.host_late_reps and c.host_late_reps * 2 > c.reps:
+        m.notes.append(f"the host took {c.host_median_ms:.3g} ms to enqueue one call (median), longer than the GPU's "
+                       f"{timing.launch_window_ms:g} ms idle window after the cache flush, in {c.host_late_reps} of "
+                       f"{c.reps} repetitions: the candidate's time includes host-side launch work")
 
 
 def _sync() -> None:

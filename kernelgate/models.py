@@ -252,7 +252,15 @@ class TimeStats(Model):
     min_ms: float = Field(ge=0)
     reps: int = Field(ge=1)
     wall_median_ms: float = Field(ge=0)
-    """Host wall-clock per call, launch to device-wide sync: catches work on streams the events miss."""
+    """Host wall-clock per call, from the start event to a device-wide sync: catches work on streams
+    the events miss."""
+    host_median_ms: float | None = None
+    """Host time to enqueue one call (the wrapper's Python and launches), median; None in reports
+    made before this was recorded."""
+    host_late_reps: int | None = Field(default=None, ge=0)
+    """Repetitions in which the host was still enqueueing the call when the GPU reached the start
+    event, so the event time includes host work (``TimingReport.launch_window_ms`` was too short
+    for this wrapper)."""
     samples_ms: list[float] = Field(default_factory=list)
     """Every event timing, in the order taken."""
 
@@ -270,6 +278,8 @@ class TimingReport(Model):
     """Timing rounds (a second one is taken before believing an impossible result)."""
     launch_overhead_ms: float = Field(ge=0)
     """Median wall-clock cost of an empty launch + sync on this device (subtracted before comparing)."""
+    launch_window_ms: float = Field(default=0.0, ge=0)
+    """GPU idle time after each L2 flush, before the start event, for the host to enqueue the call."""
     stopped: Literal["converged", "max_reps", "max_seconds"] | None = None
     """Why the interleaved loop ended: ``converged`` (adaptive timing: both medians known to the
     asked precision, ``kernelgate.timing.enough_samples``), ``max_reps`` (the cap on repetitions) or

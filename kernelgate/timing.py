@@ -1,10 +1,12 @@
 """Time the candidate and the library in the same process, interleaved, on the same inputs.
 
 Per repetition, for each side in alternating order: synchronize the device, enqueue a write of
-a buffer larger than the L2 (so neither side finds the other's data in cache), record a start
-event, call, record an end event, synchronize the whole device, read the host clock. The events give
-the kernel time; the host clock under a device-wide sync sees work on every stream, so a
-candidate that hides work on a side stream shows a wall time far above its event time.
+a buffer larger than the L2 (so neither side finds the other's data in cache) and optionally a
+GPU idle stretch (``launch_window_ms``), record a start event, call, record an end event,
+synchronize the whole device, read the host clock. The events give the kernel time; the host
+clock under a device-wide sync sees work on every stream, so a candidate that hides work on a
+side stream shows a wall time far above its event time. The host time to enqueue each call is
+recorded too (``TimeStats.host_median_ms``).
 Inputs rotate over several distinct sets (fresh contents and addresses). The candidate's last
 output on each set is kept for a recheck after timing (``keep``).
 
@@ -27,13 +29,14 @@ import torch
 
 from kernelgate.models import TimeStats, TimingReport
 
-__all__ = ["time_pair", "launch_overhead_ms", "stats", "lre_interval", "median_interval", "enough_samples"]
+__all__ = ["time_pair", "launch_overhead_ms", "sleep_cycles_per_ms", "stats", "lre_interval", "median_interval", "enough_samples"]
 
 L2_FLUSH_BYTES = 256 << 20
 """Four times the H200's 60 MB L2 (and larger than any current GPU's)."""
 
 
-def stats(samples: list[float], walls: list[float]) -> TimeStats:
+def stats(samples: list[float], walls: list[float], hosts: list[float] | None = None,
+          late: int | None = None) -> TimeStats:
     ordered = sorted(samples)
 
     def quantile(q: float) -> float:
@@ -41,6 +44,7 @@ def stats(samples: list[float], walls: list[float]) -> TimeStats:
 
     return TimeStats(median_ms=statistics.median(samples), p20_ms=quantile(0.2), p80_ms=quantile(0.8),
                      min_ms=ordered[0], reps=len(samples), wall_median_ms=statistics.median(walls),
+                     host_median_ms=statistics.median(hosts) if hosts else None, host_late_reps=late,
                      samples_ms=[round(s, 6) for s in samples])
 
 
@@ -116,27 +120,60 @@ def launch_overhead_ms(reps: int = 50) -> float:
     return statistics.median(walls[5:])
 
 
-def _time_once(fn: Callable, inputs: list, flush: torch.Tensor) -> tuple[float, float, object]:
+def sleep_cycles_per_ms() -> float:
+    """GPU clock cycles per millisecond of ``torch.cuda._sleep``, measured (the clock varies by part)."""
+    cycles = 200_000
+    torch.cuda._sleep(cycles)  # first call loads the kernel
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    rates = []
+    for _ in range(3):
+        torch.cuda.synchronize()
+        start.record()
+        torch.cuda._sleep(cycles)
+        end.record()
+        torch.cuda.synchronize()
+        rates.append(cycles / max(start.elapsed_time(end), 1e-6))
+    return statistics.median(rates)
+
+
+def _time_once(fn: Callable, inputs: list, flush: torch.Tensor,
+               window_cycles: int) -> tuple[float, float, float, bool, object]:
+    """One call: (event ms, wall ms from the start event to a device-wide sync, host enqueue ms,
+    whether the host was late, output)."""
+    before, start, end = (torch.cuda.Event(enable_timing=True) for _ in range(3))
     torch.cuda.synchronize()
+    t_before = time.perf_counter()
+    before.record()
     # Evict the L2 (ints, so the write cannot be skipped as zeros). No sync after it: the GPU is
-    # busy flushing while the host launches the call, so host-side launch cost (Python, Triton's
-    # launcher) hides behind the flush as it would behind earlier work in a real program. The
-    # wall clock then includes what is left of the flush (well under a tenth of a millisecond).
+    # busy flushing, then idles ``window_cycles`` on purpose, while the host runs the call's
+    # Python and launches, so host-side launch cost hides as it would behind earlier work in a
+    # real program. Without the idle stretch the window is only the flush (about 60 us on an
+    # H200), and a wrapper that takes longer on a busy host is charged the difference.
     flush.fill_(1)
-    t0 = time.perf_counter()
+    if window_cycles:
+        torch.cuda._sleep(window_cycles)
     start.record()
+    t_call = time.perf_counter()
     out = fn(*inputs)
+    t_enqueued = time.perf_counter()
     end.record()
     torch.cuda.synchronize()
-    wall = (time.perf_counter() - t0) * 1e3
-    return start.elapsed_time(end), wall, out
+    t_done = time.perf_counter()
+    # Wall: host time from ``before`` to the sync, less the GPU's time from ``before`` to
+    # ``start`` (flush, idle stretch, and any wait for a slow host): what remains runs from the
+    # start event to the device-wide sync, so work left on other streams shows in it.
+    ready_ms = before.elapsed_time(start)
+    wall = (t_done - t_before) * 1e3 - ready_ms
+    # Late: the host was still enqueueing when the GPU reached the start event, so the event time
+    # includes host work (an upper bound: the kernels may have gone out before the call returned).
+    late = (t_enqueued - t_before) * 1e3 > ready_ms
+    return start.elapsed_time(end), max(0.0, wall), (t_enqueued - t_call) * 1e3, late, out
 
 
 def time_pair(candidate: Callable, library: Callable, input_sets: list[list], *, warmup: int = 3,
               reps: int = 30, max_seconds: float = 30.0, rounds: int = 1,
               keep: dict[int, object] | None = None, adaptive: bool = False, min_reps: int = 10,
-              rel_halfwidth: float = 0.01) -> TimingReport:
+              rel_halfwidth: float = 0.01, launch_window_ms: float = 0.0) -> TimingReport:
     """Interleaved timings of both callables; stops early (>= 5 reps) past ``max_seconds``.
 
     ``adaptive``: also stop once ``enough_samples(..., rel_halfwidth, min_reps)`` holds, checked
@@ -146,6 +183,7 @@ def time_pair(candidate: Callable, library: Callable, input_sets: list[list], *,
     (by index), so the caller can recheck what was timed.
     """
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    window_cycles = int(launch_window_ms * sleep_cycles_per_ms()) if launch_window_ms > 0 else 0
     with torch.no_grad():
         for i in range(warmup):
             for fn in (candidate, library):
@@ -154,18 +192,22 @@ def time_pair(candidate: Callable, library: Callable, input_sets: list[list], *,
         overhead = launch_overhead_ms()
         times: dict[str, list[float]] = {"candidate": [], "library": []}
         walls: dict[str, list[float]] = {"candidate": [], "library": []}
+        hosts: dict[str, list[float]] = {"candidate": [], "library": []}
+        late: dict[str, int] = {"candidate": 0, "library": 0}
         began = time.perf_counter()
         stopped = "max_reps"
         for rep in range(reps):
             inputs = input_sets[rep % len(input_sets)]
             order = (("candidate", candidate), ("library", library))
             for side, fn in order if rep % 2 == 0 else order[::-1]:
-                event_ms, wall_ms, out = _time_once(fn, inputs, flush)
+                event_ms, wall_ms, host_ms, host_late, out = _time_once(fn, inputs, flush, window_cycles)
                 if keep is not None and side == "candidate":
                     keep[rep % len(input_sets)] = out
                 del out
                 times[side].append(event_ms)
                 walls[side].append(wall_ms)
+                hosts[side].append(host_ms)
+                late[side] += host_late
             taken = rep + 1
             if (adaptive and taken % 2 == 0 and taken >= max(min_reps, len(input_sets))
                     and enough_samples(times["candidate"], times["library"], rel_halfwidth=rel_halfwidth,
@@ -176,10 +218,11 @@ def time_pair(candidate: Callable, library: Callable, input_sets: list[list], *,
                 stopped = "max_seconds"
                 break
     del flush
-    return TimingReport(candidate=stats(times["candidate"], walls["candidate"]),
-                        library=stats(times["library"], walls["library"]),
+    return TimingReport(candidate=stats(times["candidate"], walls["candidate"], hosts["candidate"], late["candidate"]),
+                        library=stats(times["library"], walls["library"], hosts["library"], late["library"]),
                         l2_flush_bytes=L2_FLUSH_BYTES, input_sets=len(input_sets), rounds=rounds,
-                        launch_overhead_ms=overhead, stopped=stopped)
+                        launch_overhead_ms=overhead, stopped=stopped,
+                        launch_window_ms=launch_window_ms if window_cycles else 0.0)
 
 
 def lre_interval(library_ms: list[float], candidate_ms: list[float], *, resamples: int = 2000,

@@ -41,6 +41,7 @@ from typing import Callable, Literal
 from pydantic import Field, ValidationError
 
 from kernelgate import compile_cache
+from kernelgate._child import START_GATE
 from kernelgate._base import Model
 from kernelgate.errors import ProblemError, WorkerError
 from kernelgate.models import Candidate, Failure, Measurement, Problem, Reason
@@ -77,6 +78,14 @@ class ScreenOptions(Model):
     timing_rel_halfwidth: float = Field(default=0.01, gt=0, lt=1)
     """Adaptive timing stops when each median's 95% interval is within +-this fraction of it."""
     timing_input_sets: int = Field(default=3, ge=1)
+    timing_launch_window_ms: float = Field(default=0.2, ge=0, le=5)
+    """GPU idle time after each L2 flush, before the start event, during which the host enqueues the
+    timed call (``kernelgate.timing._time_once``). At 0 only the flush (about 60 us on an H200)
+    hides the host's launch work, and a wrapper slower than that is charged the difference: in a
+    screen the wrapper's Python with the integrity hooks took 0.04 to 0.15 ms on the H200, more
+    with other workers busy, and short kernels moved by up to 2x between runs
+    (``benchmarks/results/timing_contention_h200.json``). A call that still takes longer is
+    counted in ``TimeStats.host_late_reps`` and noted in the verdict."""
     interpreter_max_elements: int = Field(default=1 << 22, ge=1)
     """Without a GPU, problems with more input elements are checked statically only."""
     compile_cache: bool = True
@@ -117,18 +126,20 @@ class WorkerResult(Model):
 
 
 GATED_PHASES = ("run", "timing")
-"""Phases the child starts only on the parent's go-ahead (the GPU-heavy ones: numerics, timing)."""
+"""Phases the child starts only on the parent's go-ahead (the GPU-heavy ones: numerics, timing).
+The child says ``run`` again between the numerics' parts (trials, probes, the kernel profile) and
+waits for another go-ahead there, so a pool can let a waiting timing in between them."""
 
 
 class _Record(Model):
-    type: Literal["ready", "phase", "result", "problem_error"]
+    type: Literal["started", "ready", "phase", "result", "problem_error"]
     phase: str | None = None
     measurement: Measurement | None = None
     message: str | None = None
 
 
 _PASSED_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "PYTHONPATH", "VIRTUAL_ENV", "LD_LIBRARY_PATH", "CC", "CXX",
-               "KERNELGATE_CACHE_DIR")
+               "KERNELGATE_CACHE_DIR", START_GATE)
 _PASSED_PREFIXES = ("CUDA_", "TRITON_", "NVIDIA_", "TILELANG_", "TVM_", "NCCL_", "OMP_", "MKL_")
 _SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "KEY", "CREDENTIAL", "SEED")
 
@@ -236,14 +247,32 @@ class Worker:
         self.kill()
         return True
 
-    def wait_ready(self, timeout: float) -> None:
+    def wait_ready(self, timeout: float, before_gpu: Callable[[], None] | None = None) -> None:
+        """Wait for the child's ``ready``. A child started with ``START_GATE`` first says ``started``
+        (imports done, no CUDA context yet): ``before_gpu()`` runs then (a pool takes its turn),
+        and the child is told to go on; the time it takes does not count against ``timeout``."""
         if self._ready:
             return
-        record = self._next_record(time.monotonic() + timeout)
+        deadline = time.monotonic() + timeout
+        record = self._next_record(deadline)
+        if record is not None and record.type == "started":
+            waited = time.monotonic()
+            if before_gpu is not None:
+                before_gpu()
+            deadline += time.monotonic() - waited
+            self._send_go()
+            record = self._next_record(deadline)
         if record is None or record.type != "ready":
             self.kill()
             raise WorkerError(f"worker failed to start: {self._exit_text()}; log: {self.log_tail()[-500:]}")
         self._ready = True
+
+    def _send_go(self) -> None:
+        try:
+            self.proc.stdin.write(b"go\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # the child is gone; the next read sees EOF
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -340,18 +369,17 @@ class Worker:
             if record is None:
                 break
             if record.type == "phase" and record.phase in budgets:
-                phase = record.phase
+                again, phase = record.phase == phase, record.phase
                 if record.measurement is not None:
                     partial = record.measurement
+                waited = time.monotonic()
                 if on_phase is not None:
                     on_phase(phase)
                 if phase in GATED_PHASES:
-                    try:
-                        self.proc.stdin.write(b"go\n")
-                        self.proc.stdin.flush()
-                    except BrokenPipeError:
-                        pass  # the child is gone; the next read sees EOF
-                deadline = time.monotonic() + budgets[phase]
+                    self._send_go()
+                # a gated phase said again is a checkpoint inside it (between the numerics' parts):
+                # its deadline runs on, less the wait for the go-ahead
+                deadline = deadline + (time.monotonic() - waited) if again else time.monotonic() + budgets[phase]
             elif record.type == "result" and record.measurement is not None:
                 outcome = record.measurement
                 break
@@ -455,10 +483,12 @@ class WorkerPool:
 class TurnPool:
     """Several jobs at once on one GPU, each timed alone (``kernelgate.turns``).
 
-    Each job gets a fresh worker. Its start-up (the CUDA context) and its numerics (the
-    candidate's first kernels, Triton's JIT compile) take shared turns, which overlap other jobs'
-    shared turns. Loading (imports, TileLang and CUDA builds) and the artifacts (ahead-of-time
-    compiles) are CPU work and take no turn. Its timing takes the exclusive turn: no shared turn
+    Each job gets a fresh worker. Its imports take no turn; its CUDA context and its numerics
+    (the candidate's first kernels, Triton's JIT compile) take shared turns, which overlap other
+    jobs' shared turns. Between the numerics' parts (trials, probes, the kernel profile) a job
+    gives its shared turn up if a timing is waiting, so a timing waits for one part, not for whole
+    numerics. Loading (TileLang and CUDA builds) and the artifacts (ahead-of-time compiles) are CPU
+    work and take no turn. Its timing takes the exclusive turn: no shared turn
     is running then, and every other worker of the pool is stopped (SIGSTOP, compilers included)
     until the timing ends, so the timing sees a machine as quiet as a one-at-a-time lane, while a
     long CUDA build elsewhere only waits. Deadlines do not count time spent stopped.
@@ -477,7 +507,8 @@ class TurnPool:
             raise ValueError("concurrency must be at least 1")
         self.concurrency = concurrency
         threads = str(max(1, (os.cpu_count() or 2) // concurrency))
-        self.env = {"OMP_NUM_THREADS": threads, "TVM_NUM_THREADS": threads, **(os.environ if env is None else env)}
+        self.env = {"OMP_NUM_THREADS": threads, "TVM_NUM_THREADS": threads, **(os.environ if env is None else env),
+                    START_GATE: "1"}
         self.turns = turns or GpuTurns()
         self._new_worker = worker_factory
         self._live: set = set()
@@ -526,6 +557,8 @@ class TurnPool:
             if alone:
                 return
             if phase == "run":
+                if held == ["shared"] and self.turns.state()[2]:
+                    leave()  # a checkpoint between the numerics' parts: a waiting timing goes first
                 take("shared")
             elif phase == "timing":
                 take("exclusive")
@@ -533,17 +566,18 @@ class TurnPool:
                 leave()
 
         try:
-            take("exclusive" if alone else "shared")
+            if alone:
+                take("exclusive")
             began = time.perf_counter()
             worker = self._new_worker(env=self.env)
             with self._lock:
                 self._live.add(worker)
-            try:
-                worker.wait_ready(job.options.startup_timeout_s)
+            try:  # its imports take no turn; its CUDA context comes up in one
+                worker.wait_ready(job.options.startup_timeout_s, before_gpu=lambda: take("exclusive" if alone else "shared"))
             except WorkerError:
                 worker.close()
                 raise
-            waited["worker_start"] = time.perf_counter() - began
+            waited["worker_start"] = time.perf_counter() - began - waited["turn_wait"]
             if not alone:
                 leave()
             result = worker.run(job, on_phase=on_phase)

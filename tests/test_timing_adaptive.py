@@ -197,12 +197,12 @@ class _FakeDevice:
         monkeypatch.setattr(timing, "launch_overhead_ms", lambda: 0.01)
         monkeypatch.setattr(timing, "_time_once", self.time_once)
 
-    def time_once(self, fn, inputs, flush):
+    def time_once(self, fn, inputs, flush, window_cycles):
         side = fn(*inputs)
         self.order.append(side)
         self.now += self.seconds_per_call
         event_ms = next(self.samples[side])
-        return event_ms, event_ms + 0.005, (side, inputs[0])
+        return event_ms, event_ms + 0.005, 0.02, False, (side, inputs[0])
 
 
 def _sides():
@@ -286,10 +286,10 @@ def test_the_timing_stage_passes_the_options_to_time_pair(monkeypatch):
     m = Measurement(environment=Environment(device=None, python="3", torch=torch.__version__,
                                             allow_tf32_matmul=False, allow_tf32_cudnn=False))
     opts = ScreenOptions(timing_adaptive=False, timing_min_reps=8, timing_rel_halfwidth=0.03, timing_reps=20,
-                         timing_input_sets=2)
+                         timing_input_sets=2, timing_launch_window_ms=0.15)
     evaluate_module._time(m, problem, problem.reference, torch.Generator(), opts, checks)
     assert calls == [dict(reps=20, max_seconds=opts.timing_max_seconds, rounds=1, keep={}, adaptive=False,
-                          min_reps=8, rel_halfwidth=0.03)]
+                          min_reps=8, rel_halfwidth=0.03, launch_window_ms=0.15)]
     assert m.timing.stopped == "converged" and m.timing.candidate.reps == 12
 
 
@@ -323,3 +323,30 @@ def test_gpu_time_pair_adaptive_on_a_real_op():
     fixed = timing.time_pair(fn, fn, x, reps=12, adaptive=False)
     assert fixed.stopped == "max_reps" and fixed.candidate.reps == 12
     assert statistics.median(fixed.candidate.samples_ms) > 0
+
+
+@pytest.mark.gpu
+def test_gpu_launch_window_hides_host_work_shorter_than_it():
+    """0.3 ms of host work before a 4 MB launch: charged without the idle window, hidden with 1 ms."""
+    import time
+
+    x = [[torch.randn(1 << 20, device="cuda")]]
+
+    def slow_wrapper(t):
+        began = time.perf_counter()
+        while time.perf_counter() - began < 3e-4:  # Python before the launch, as a heavy wrapper has
+            pass
+        return t * 2
+
+    def plain(t):
+        return t * 2
+
+    shut = timing.time_pair(slow_wrapper, plain, x, reps=20, launch_window_ms=0.0)
+    assert shut.launch_window_ms == 0.0
+    assert shut.candidate.median_ms > shut.library.median_ms + 0.15
+    assert shut.candidate.host_median_ms >= 0.3 and shut.candidate.host_late_reps >= 15
+    assert shut.library.host_late_reps <= 5
+    open_ = timing.time_pair(slow_wrapper, plain, x, reps=20, launch_window_ms=1.0)
+    assert open_.launch_window_ms == 1.0 and open_.candidate.host_late_reps <= 5
+    assert open_.candidate.median_ms < open_.library.median_ms + 0.02
+    assert open_.candidate.wall_median_ms < 0.5  # the window itself is not in the wall time

@@ -60,8 +60,11 @@ class _FakeWorker:
                  fail: bool = False) -> None:
         self.load_s, self.prep_s, self.time_s, self.fail = load_s, prep_s, time_s, fail
 
-    def wait_ready(self, timeout: float) -> None:
-        time.sleep(0.01)
+    def wait_ready(self, timeout: float, before_gpu=None) -> None:
+        time.sleep(0.01)  # imports: no turn
+        if before_gpu is not None:
+            before_gpu()
+        time.sleep(0.005)  # the CUDA context: in a turn
 
     def close(self) -> None:
         pass
@@ -86,7 +89,9 @@ class _FakeWorker:
         on_phase("load")
         self._spell("load", ident, self.load_s if ident % 2 else 0.01)  # a long build beside short ones
         on_phase("run")
-        self._spell("numerics", ident, self.prep_s)
+        self._spell("numerics", ident, self.prep_s / 2)
+        on_phase("run")  # a checkpoint between the numerics' parts
+        self._spell("numerics", ident, self.prep_s / 2)
         if self.fail:
             raise WorkerError("canned: the worker died")
         on_phase("artifacts")
@@ -135,6 +140,44 @@ def test_turn_pool_times_each_job_alone_while_preparation_overlaps():
     # the waits are reported; every worker has the whole GPU memory fraction (an out-of-memory runs alone)
     assert all(r.seconds["fraction"] == pytest.approx(0.85) for r in results)
     assert all({"worker_start", "turn_wait", "timing_wait"} <= set(r.seconds) for r in results)
+
+
+def test_a_waiting_timing_runs_between_the_parts_of_anothers_numerics():
+    spans: dict[str, list[tuple[float, float]]] = {"a_numerics": [], "b_timing": []}
+    a_in_first_part = threading.Event()
+
+    class _Scripted(_FakeWorker):
+        def run(self, job, on_phase=None):
+            name = job.candidate.name
+            on_phase("load")
+            on_phase("run")
+            if name == "0":  # long numerics in two parts
+                began = time.perf_counter()
+                a_in_first_part.set()
+                time.sleep(0.3)
+                spans["a_numerics"].append((began, time.perf_counter()))
+                on_phase("run")
+                began = time.perf_counter()
+                time.sleep(0.3)
+                spans["a_numerics"].append((began, time.perf_counter()))
+            else:  # short numerics, then a timing that must wait for a's first part only
+                a_in_first_part.wait(5)
+            on_phase("timing")
+            began = time.perf_counter()
+            time.sleep(0.05)
+            if name == "1":
+                spans["b_timing"].append((began, time.perf_counter()))
+            return WorkerResult(measurement=Measurement(), exit="ok")
+
+    pool = TurnPool(2, worker_factory=_Scripted)
+    threads = [threading.Thread(target=pool.run, args=(_job(i),)) for i in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    (first, second), (timing,) = spans["a_numerics"], spans["b_timing"]
+    assert first[1] <= timing[0] + 0.005 and timing[1] <= second[0] + 0.005
+    assert pool.turns.state() == (0, False, 0)
 
 
 def test_out_of_memory_beside_others_runs_again_alone():
