@@ -4,6 +4,7 @@
     python benchmarks/throughput.py --concurrency 1 --repeat 1 --out /tmp/one_at_a_time.json
     python benchmarks/throughput.py --adaptive --out /tmp/adaptive.json     # adaptive timing
     python benchmarks/throughput.py --only rowsum --copies 1 --repeat 1 --out /tmp/smoke.json   # CPU
+    python benchmarks/throughput.py --repeat 3 --resume run1.json --out runs.json   # runs 2 and 3 later
 
 The batch: every case of ``./kg examples`` (with ``--with-corpus``, the study corpus of
 ``benchmarks/study.py`` too) at its problem's own shape on a GPU (their CPU shapes without one),
@@ -72,26 +73,41 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=None,
                         help="candidates in flight per GPU (default 1; kernelgate.many.default_concurrency suggests more)")
     parser.add_argument("--adaptive", action="store_true", help="adaptive timing (ScreenOptions.timing_adaptive)")
+    parser.add_argument("--launch-window-ms", type=float, default=None,
+                        help="ScreenOptions.timing_launch_window_ms (default: ScreenOptions' own)")
     parser.add_argument("--compile-cache", action="store_true", help="reuse compiled code across candidates")
     parser.add_argument("--only", nargs="+", metavar="WORD", help="cases whose name contains one of these words")
     parser.add_argument("--seed", type=int, default=0, help="shuffles the batch")
+    parser.add_argument("--resume", type=Path, metavar="JSON",
+                        help="add runs to this earlier record of the same batch and options, up to --repeat in all "
+                             "(runs may then come from several calls on the machine)")
     args = parser.parse_args(argv)
 
     gpu = detect() is not None
     cases = batch(gpu, args.only, args.with_corpus)
     items = [(name, candidate, problem) for name, candidate, problem in cases for _ in range(args.copies)]
     random.Random(args.seed).shuffle(items)
-    options = ScreenOptions(timing_adaptive=args.adaptive, compile_cache=args.compile_cache)
+    options = ScreenOptions(timing_adaptive=args.adaptive, compile_cache=args.compile_cache,
+                            **({} if args.launch_window_ms is None else {"timing_launch_window_ms": args.launch_window_ms}))
     record = {**run_header("python benchmarks/throughput.py", argv),
               "batch": {"distinct_cases": len(cases), "candidates": len(items), "copies": args.copies,
                         "cases": sorted({name for name, _, _ in items})},
               "options": {"concurrency": (args.concurrency or 1) if gpu else None,
                           "timing_adaptive": args.adaptive,
+                          "timing_launch_window_ms": options.timing_launch_window_ms,
                           "compile_cache": args.compile_cache},
               "runs": []}
+    if args.resume is not None:
+        earlier = json.loads(args.resume.read_text())
+        if earlier["batch"] != record["batch"] or earlier["options"] != record["options"]:
+            print(f"{args.resume}: another batch or other options; not resumed", file=sys.stderr)
+            return 2
+        record["runs"] = earlier["runs"]
+        record["earlier_commands"] = earlier.get("earlier_commands", []) + [
+            {k: earlier[k] for k in ("command", "date", "device", "versions")}]
     print(f"{'GPU' if gpu else 'no GPU (CPU shapes, nothing timed)'}: {len(items)} candidates "
-          f"({len(cases)} cases x {args.copies}), {args.repeat} run(s)", flush=True)
-    for run in range(args.repeat):
+          f"({len(cases)} cases x {args.copies}), {args.repeat - len(record['runs'])} run(s)", flush=True)
+    for run in range(len(record["runs"]), args.repeat):
         began = time.perf_counter()
         results = []
         for result in screen_many([(c, p) for _, c, p in items], options=options, concurrency=args.concurrency):
@@ -125,6 +141,7 @@ def _row(name: str, r) -> dict:
             "reason": v.reason.value if v and v.reason else None, "error": r.error, "lane": r.lane,
             "dsl": v.dsl if v else None, "lre": m.lre if m else None,
             "t_candidate_ms": m.t_candidate_ms if m else None, "t_library_ms": m.t_library_ms if m else None,
+            "host_candidate_ms": v.timing.candidate.host_median_ms if v and v.timing else None,
             "timing_reps": v.timing.candidate.reps if v and v.timing else None,
             "timing_stopped": v.timing.stopped if v and v.timing else None,
             "seconds": r.seconds, "stage_seconds": r.stage_seconds}

@@ -39,9 +39,15 @@ def test_lre_spread_per_candidate_apart_for_long_and_short_kernels(bench):
 
 
 def test_cpu_run_writes_every_candidate_of_every_run(bench, tmp_path):
+    first = tmp_path / "first.json"
     out = tmp_path / "throughput.json"
-    assert bench.main(["--only", "softmax_good", "--copies", "2", "--repeat", "2", "--out", str(out)]) == 0
+    args = ["--only", "softmax_good", "--copies", "2"]
+    assert bench.main([*args, "--repeat", "1", "--out", str(first)]) == 0
+    assert bench.main([*args, "--repeat", "2", "--resume", str(first), "--out", str(out)]) == 0  # one run more
+    assert bench.main(["--only", "rowsum_good", "--copies", "2", "--repeat", "2", "--resume", str(first),
+                       "--out", str(tmp_path / "other.json")]) == 2  # another batch is not resumed
     record = json.loads(out.read_text())
+    assert [c["command"] for c in record["earlier_commands"]] == [json.loads(first.read_text())["command"]]
     assert record["batch"]["candidates"] == 2 and record["batch"]["cases"] == ["softmax_good"]
     assert [len(run["candidates"]) for run in record["runs"]] == [2, 2]
     for run in record["runs"]:
