@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kernelgate import Candidate, Problem, Reason, ScreenOptions, Status, screen
-from tests.conftest import fixture_source
+from tests.conftest import EXAMPLES, fixture_source
 
 pytestmark = pytest.mark.gpu
 
@@ -34,3 +34,13 @@ def test_illegal_address_is_a_reject_and_the_gate_serves_on():
 def test_partial_write_is_caught_on_the_gpu():
     v = screen(Candidate(source=fixture_source("partial_write.py"), entry="kernel"), Problem.op("rowsum"), options=FAST)
     assert v.status is Status.reject and v.reason is Reason.nonfinite_output
+
+
+def test_autotuned_kernel_is_tuned_then_described_by_the_chosen_config():
+    v = screen(Candidate(source=(EXAMPLES / "triton" / "gelu_autotuned.py").read_text()), Problem.op("gelu"),
+               options=FAST)
+    assert v.status is not Status.reject, v.failure
+    assert v.metrics is not None and v.numerics.passed
+    (kernel,) = v.kernels
+    assert kernel.launches == 1  # the tuning launches are not counted as the candidate's
+    assert not any("autotuned" in n for n in v.notes)

@@ -45,6 +45,15 @@ def test_too_large_for_the_interpreter_is_static_only():
     assert v.status in (Status.untimed, Status.repair)
 
 
+def test_autotuned_kernel_runs_its_first_config_in_the_interpreter():
+    v = screen(Candidate(source=(EXAMPLES / "triton" / "gelu_autotuned.py").read_text()),
+               Problem.op("gelu", rows=64, cols=512))
+    assert v.status is Status.untimed and v.numerics.passed
+    (kernel,) = v.kernels
+    assert kernel.launches == 1 and kernel.constexprs["BLOCK"] == 1024 and kernel.num_warps == 4  # config 0
+    assert any("autotuned over 6 configs" in n for n in v.notes)
+
+
 def test_compile_error_has_the_candidate_line():
     v = screen(Candidate(source=fixture_source("compile_error.py"), entry="kernel"), SMALL)
     assert v.reason is Reason.compile_error

@@ -70,6 +70,10 @@ class LaunchLog:
     """Record launches without running them (static checks of a problem too large to interpret)."""
     problem_dtype: str | None = None
     """The problem's dtype (``float32``...): picks a templated kernel's instantiation in the artifacts."""
+    tuning: int = 0
+    """Above zero while a DSL autotuner times its configs: those launches are not the candidate's own."""
+    notes: list[str] = field(default_factory=list)
+    """What the plug-in wants said on the verdict about how it ran the kernels."""
 
     def record(self, name: str, launch: Launch) -> None:
         self.first.setdefault(name, launch)

@@ -1,7 +1,9 @@
 """Triton plug-in: launch hooks, compiler-error mapping, and compiled artifacts.
 
 On a GPU the artifacts come from the kernels the candidate really launched (the
-``CompiledKernel`` that ``JITFunction.run`` returns). Without one, the candidate runs in the
+``CompiledKernel`` that ``JITFunction.run`` returns). An autotuned kernel (``triton.autotune``)
+is described by the config the autotuner chose: its timing launches are not recorded, and the
+interpreter, which has no device to time on, runs the first config that survives pruning. Without one, the candidate runs in the
 interpreter (``TRITON_INTERPRET=1``) for numerics; its first launch of each kernel is recorded and
 the same kernel, imported again uncompiled-for-interpretation, is compiled ahead of time for
 sm_90 with the same specialization (argument types, divisibility, constexprs, warps, stages).
@@ -66,6 +68,15 @@ class TritonPlugin:
     def prepare(self, *, interpret: bool) -> LaunchLog:
         os.environ["TRITON_INTERPRET"] = "1" if interpret else "0"
         log = LaunchLog()
+        _hook_autotuner(log, interpret)
+        if not interpret:
+            # Triton builds its driver's helper module (a C compiler runs) on first use; an autotuner
+            # reaches the driver before any launch, so do it here, before the guard is armed.
+            from triton.runtime import driver
+
+            with compiler_section():
+                driver.active.get_current_target()
+                driver.active.get_benchmarker()
         if interpret:
             from triton.runtime.interpreter import InterpretedFunction as kernel_class
         else:
@@ -74,7 +85,7 @@ class TritonPlugin:
 
         def run(self, *args, grid, warmup, **kwargs):
             launch = None
-            if not warmup:  # recorded before it runs, so a launch that fails can still be compiled
+            if not warmup and not log.tuning:  # recorded before it runs, so a launch that fails can still be compiled
                 launch = Launch(self, args, dict(kwargs), _grid_list(grid, args, kwargs, self))
                 log.record(launch_name(self), launch)
             began = time.perf_counter()
@@ -111,8 +122,9 @@ class TritonPlugin:
 
     def artifacts(self, log: LaunchLog, source_path: Path, *, interpret: bool) -> tuple[list[KernelArtifact], list[str]]:
         if interpret:
-            return _artifacts_ahead_of_time(log, source_path)
-        notes: list[str] = []
+            found, notes = _artifacts_ahead_of_time(log, source_path)
+            return found, log.notes + notes
+        notes: list[str] = list(log.notes)
         found: list[KernelArtifact] = []
         for name, launch in log.first.items():
             try:
@@ -123,6 +135,29 @@ class TritonPlugin:
             except Exception as exc:
                 notes.append(f"no artifacts for Triton kernel {name}: {type(exc).__name__}: {str(exc)[:300]}")
         return found, notes
+
+
+def _hook_autotuner(log: LaunchLog, interpret: bool) -> None:
+    """Keep ``triton.autotune``'s timing launches out of the log; in the interpreter, skip the timing."""
+    from triton.runtime.autotuner import Autotuner
+
+    original = getattr(Autotuner._bench, "__wrapped__", Autotuner._bench)  # one hook however often prepared
+
+    def bench(self, *args, config, **meta):
+        log.tuning += 1
+        try:
+            if interpret:  # nothing to time on: rank the configs in their written order
+                note = (f"{launch_name(self)} is autotuned over {len(self.configs)} configs: without a GPU only the "
+                        "first that survives pruning ran (numerics, artifacts); the others were not checked")
+                if note not in log.notes:
+                    log.notes.append(note)
+                return [float(self.configs.index(config))] * 3
+            return original(self, *args, config=config, **meta)
+        finally:
+            log.tuning -= 1
+
+    bench.__wrapped__ = original  # type: ignore[attr-defined]
+    Autotuner._bench = bench
 
 
 # --- ahead-of-time compilation without a GPU -------------------------------------------------
