@@ -905,11 +905,16 @@ def diagnose(kernels: list[KernelArtifact], cost: Cost | None, sm_count: int | N
     """Every finding of every rule on every launched kernel."""
     sms = sm_count or DEFAULT_SM_COUNT
     wide = any(_programs(k) >= sms for k in kernels)
+    # when one kernel runs the matmul on tensor cores, the others (a layout pass) are not GEMMs
+    uses_mma = [bool(_TENSOR_CORE.search(k.asm.get("ptx", "") + k.asm.get("sass", ""))) for k in kernels]
     findings = []
-    for k in kernels:
+    for k, mma in zip(kernels, uses_mma):
         # a small-grid kernel beside a wide one is a helper (a combine step): its shape is not the defect
         helper = wide and _programs(k) < sms
-        findings += [f for rule in (HELPER_RULES if helper else RULES) if (f := rule(k, cost, sms)) is not None]
+        rules = HELPER_RULES if helper else RULES
+        if any(uses_mma) and not mma:
+            rules = tuple(r for r in rules if r is not _matmul_without_tiles)
+        findings += [f for rule in rules if (f := rule(k, cost, sms)) is not None]
     if (extra := _extra_passes(kernels, cost)) is not None:
         findings.append(extra)
     return findings

@@ -186,6 +186,14 @@ def test_half_gemm_with_tensor_cores_is_fine(asm):
     assert diagnose([_kernel(shared_bytes=49152, asm=asm)], _gemm_cost(MathMode.fp16)) == []
 
 
+def test_a_layout_pass_beside_the_tensor_core_gemm_is_not_a_gemm():
+    layout_pass = _kernel(name="to_nhwc", shared_bytes=0)
+    gemm = _kernel(name="conv", shared_bytes=49152, asm={"ptx": WGMMA_PTX})
+    assert diagnose([layout_pass, gemm], _gemm_cost(MathMode.fp16)) == []
+    assert _codes(diagnose([layout_pass, _kernel(name="conv", shared_bytes=49152)], _gemm_cost(MathMode.fp16))) == [
+        "no_tensor_cores", "no_tensor_cores"]
+
+
 def test_half_gemm_with_tensor_cores_but_no_shared_memory():
     assert _codes(diagnose([_kernel(shared_bytes=0, asm={"ptx": MMA_PTX})], _gemm_cost(MathMode.fp16))) == [
         "no_shared_memory_tiling"]
