@@ -82,9 +82,12 @@ _CONV_CPU = {"batch": 1, "in_channels": 8, "out_channels": 16, "height": 12, "wi
 _MM_CPU = {"m": 128, "n": 128, "k": 64}
 
 
-def _pair(dsl: str, op: str, category: str, half: str, slow: str, fast: str, **problem) -> list[StudyCase]:
+def _pair(dsl: str, op: str, category: str, half: str, slow: str, fast: str, *attempts: str,
+          **problem) -> list[StudyCase]:
+    """The slow and the optimized kernel of an op, then any further attempts at fixing the optimized one
+    (they count as variants of the op like the first two)."""
     return [StudyCase(f"{dsl}_{Path(path).stem}", f"{dsl}/{path}", op, category, half, **problem)
-            for path in (slow, fast)]
+            for path in (slow, fast, *attempts)]
 
 
 CORPUS: list[StudyCase] = [
@@ -99,8 +102,8 @@ CORPUS: list[StudyCase] = [
            problem_file="problems/matmul.py", cpu_shape={"M": 64, "N": 64, "K": 64}),
     *_pair("triton", "conv2d_fp16", CONV, "fit", "conv2d_direct.py", "conv2d_igemm.py", catalogue="conv2d",
            dtype="float16", cpu_shape=_CONV_CPU),
-    *_pair("triton", "gelu", ELEM, "judge", "gelu_slow.py", "gelu_fast.py", catalogue="gelu",
-           cpu_shape={"rows": 64, "cols": 512}),
+    *_pair("triton", "gelu", ELEM, "judge", "gelu_slow.py", "gelu_fast.py", "gelu_autotuned.py",
+           catalogue="gelu", cpu_shape={"rows": 64, "cols": 512}),
     *_pair("triton", "sdpa_fp16", ELEM, "fit", "attention_naive.py", "attention_flash.py", catalogue="sdpa",
            dtype="float16", cpu_shape={"batch": 1, "heads": 2, "seq": 64, "head_dim": 32}),
     # TileLang
@@ -116,7 +119,8 @@ CORPUS: list[StudyCase] = [
            problem_file="problems/matmul_fp16.py", cpu_shape={"M": 128, "N": 128, "K": 64}),
     *_pair("tilelang", "matmul_bf16", GEMM, "judge", "matmul_bf16_slow.py", "matmul_bf16_fast.py",
            catalogue="matmul", dtype="bfloat16", cpu_shape=_MM_CPU),
-    *_pair("tilelang", "conv2d_fp16", CONV, "judge", "conv2d_slow.py", "conv2d_fast.py", catalogue="conv2d",
+    *_pair("tilelang", "conv2d_fp16", CONV, "judge", "conv2d_slow.py", "conv2d_fast.py",
+           "conv2d_hoisted.py", "conv2d_nhwc_im2col.py", "conv2d_nhwc_transpose.py", catalogue="conv2d",
            dtype="float16", cpu_shape=_CONV_CPU),
     *_pair("tilelang", "gelu", ELEM, "judge", "gelu_slow.py", "gelu_fast.py", catalogue="gelu",
            cpu_shape={"rows": 64, "cols": 1024}),

@@ -88,14 +88,15 @@ def test_fit_chooses_on_one_half_and_judges_on_the_other(study):
     assert set(result) >= {"default_on_fit", "default_on_judge", "fit", "judge", "grid"}
 
 
-def test_every_corpus_kernel_exists_and_each_op_has_a_pair(study):
+def test_every_corpus_kernel_exists_and_each_op_has_a_pair_or_more(study):
     assert len(study.CORPUS) >= 24
     for case in study.CORPUS:
         assert (ROOT / "examples" / case.kernel).is_file(), case.kernel
     groups = {}
     for case in study.CORPUS:
         groups.setdefault((case.op, case.kernel.split("/")[0]), []).append(case)
-    assert all(len(g) == 2 and len({c.half for c in g}) == 1 for g in groups.values())
+    # a slow and an optimized kernel per op and DSL, then any further attempts; one half per op
+    assert all(len(g) >= 2 and len({c.half for c in g}) == 1 for g in groups.values())
     assert {c.category for c in study.CORPUS} == {"normalization", "reduction/softmax", "gemm", "convolution",
                                                   "elementwise/attention"}
     assert {c.kernel.split("/")[0] for c in study.CORPUS} == {"triton", "tilelang"}
@@ -115,7 +116,7 @@ def test_cpu_run_screens_corpus_kernels(study, tmp_path):
     assert study.main(["--only", "triton_gelu", "--out", str(out)]) == 0
     record = json.loads(out.read_text())
     names = {r["name"]: r for r in record["cases"]}
-    assert set(names) == {"triton_gelu_slow", "triton_gelu_fast"}
+    assert set(names) == {"triton_gelu_slow", "triton_gelu_fast", "triton_gelu_autotuned"}
     assert all(r["correct"] for r in names.values())  # numerics in the interpreter
     assert "fp64_arithmetic" in {f["code"] for f in names["triton_gelu_slow"]["findings"]}
     assert record["command"].startswith("python benchmarks/study.py --only triton_gelu")

@@ -204,3 +204,14 @@ def test_one_thread_blocks_are_a_tiny_block_finding():
     (finding,) = diagnose([kernel], cost)
     assert finding.code == "tiny_block" and "1 thread(s) per block" in finding.evidence
     assert "128-256 threads" in finding.hint
+
+
+def test_layout_kernel_beside_a_wgmma_convolution_is_no_finding(shared_cache):
+    # conv2d_nhwc_transpose launches a layout pass (no MMA) and the WGMMA convolution: the layout
+    # pass is not a GEMM without tensor cores
+    problem = Problem.op("conv2d", dtype="float16", batch=1, in_channels=8, out_channels=16, height=12, width=20)
+    verdict = screen(Candidate(source=(EXAMPLES / "tilelang" / "conv2d_nhwc_transpose.py").read_text()), problem,
+                     options=ScreenOptions(compile_cache_dir=shared_cache))
+    assert verdict.status is Status.untimed, verdict.summary
+    assert set(_kernels(verdict)) == {"to_nhwc", "conv2d_im2col"}
+    assert not verdict.findings
