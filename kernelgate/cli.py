@@ -100,7 +100,7 @@ def _cmd_screen(args) -> int:
     except UnicodeDecodeError as exc:
         raise ProblemError(f"candidate file {path} is not UTF-8 text") from exc
     problem = _problem(args)
-    options = ScreenOptions(**({"timing_reps": args.reps} if args.reps else {}))
+    options = ScreenOptions(**({"timing_reps": args.reps} if args.reps else {}), ncu=args.ncu)
     verdict = screen(Candidate(source=source, dsl=args.dsl, entry=args.entry, name=path.name), problem, options=options)
     if args.json:
         print(verdict.model_dump_json())
@@ -203,6 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--shape", action="append", metavar="NAME=INT", help="override a shape parameter (repeatable)")
     s.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], default=None)
     s.add_argument("--reps", type=int, default=None, help="timing repetitions (default 30)")
+    s.add_argument("--ncu", action="store_true",
+                   help="also count the DRAM bytes moved with Nsight Compute, where ncu is installed")
     s.add_argument("--json", action="store_true", help="print only the verdict as JSON")
     s.set_defaults(func=_cmd_screen)
     b = sub.add_parser("batch", help="screen a folder of KernelBench generations into the verdict log")

@@ -2,6 +2,7 @@
 
     Candidate ─> worker process: load/compile ─> numerics ─> artifacts ─> timing ─> Measurement
     Measurement + cost (F, B) + device peaks ─> roofline metrics ─> diagnosis ─> policy ─> Verdict
+    (optional, ScreenOptions.ncu: one more process under Nsight Compute ─> DRAM bytes moved, as evidence)
 """
 
 from __future__ import annotations
@@ -9,12 +10,13 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
-from kernelgate import __version__, integrity, roofline
+from kernelgate import __version__, integrity, ncu, roofline
 from kernelgate.diagnosis import diagnose
 from kernelgate.dsl import detect_dsl, get_plugin, plugins
 from kernelgate.feedback import write_feedback, write_summary
 from kernelgate.hardware import peaks_for
-from kernelgate.models import Candidate, Failure, Measurement, Metrics, Problem, Reason, Status, Verdict
+from kernelgate.models import (Candidate, Failure, Finding, Measurement, Metrics, NcuReport, Problem, Reason,
+                               Status, Verdict)
 from kernelgate.policy import DEFAULT_POLICY, Policy, decide
 from kernelgate.timing import lre_interval
 from kernelgate.worker import Job, ScreenOptions, WorkerResult, default_pool
@@ -57,7 +59,23 @@ def screen(candidate: Candidate, problem: Problem | None = None, *, policy: Poli
         options = options.model_copy(update={"physics_limit": policy.u_impossible})
     job = Job(candidate=candidate, problem=problem, options=options)
     result = (runner or default_pool()).run(job)
-    return _verdict(candidate, problem, dsl, result.measurement, policy, started, result.seconds)
+    counters = _ncu_pass(job, result.measurement) if options.ncu else None
+    return _verdict(candidate, problem, dsl, result.measurement, policy, started, result.seconds, counters)
+
+
+def _ncu_pass(job: Job, m: Measurement) -> NcuReport | None:
+    """The optional Nsight Compute pass, for a candidate that was timed; why not, as a note."""
+    if m.failure is not None:
+        return None
+    if m.timing is None:
+        m.notes.append("ncu pass skipped: nothing was timed")
+        return None
+    began = time.perf_counter()
+    report, why = ncu.profile(job)
+    m.stage_seconds["ncu"] = round(time.perf_counter() - began, 4)
+    if why:
+        m.notes.append(why)
+    return report
 
 
 def _unparsable(source: str) -> Failure | None:
@@ -93,7 +111,7 @@ def metrics_of(m: Measurement) -> Metrics | None:
 
 
 def _verdict(candidate: Candidate, problem: Problem, dsl: str | None, m: Measurement, policy: Policy,
-             started: float, seconds: dict[str, float]) -> Verdict:
+             started: float, seconds: dict[str, float], counters: NcuReport | None = None) -> Verdict:
     sm_count = m.environment.device.sm_count if m.environment and m.environment.device else None
     findings = diagnose(m.kernels, m.cost, sm_count) + list(m.runtime_findings) + list(m.integrity)
     metrics = metrics_of(m) if m.failure is None else None
@@ -108,6 +126,9 @@ def _verdict(candidate: Candidate, problem: Problem, dsl: str | None, m: Measure
         decision = decide(metrics, findings, numerics_checked=checked, wall_excess_ms=wall_excess, policy=policy)
         status, reason, confidence = decision.status, decision.reason, decision.confidence
         findings, message = decision.findings, decision.message
+    if counters is not None and metrics is not None:
+        metrics = metrics.model_copy(update={"dram_bytes": counters.dram_bytes})
+        findings = findings + [_dram_traffic(counters, metrics)]
     if status is Status.reject and m.failure is None:
         m.failure = Failure(reason=reason, message=message or reason.value, stage="policy")
     seconds = {**m.stage_seconds, **seconds, "total": round(time.perf_counter() - started, 4)}
@@ -119,5 +140,16 @@ def _verdict(candidate: Candidate, problem: Problem, dsl: str | None, m: Measure
         candidate_metadata=candidate.metadata, metrics=metrics if status is not Status.untimed else None,
         findings=findings, numerics=m.numerics, failure=m.failure,
         kernels=[k.model_copy(update={"asm": {}}) for k in m.kernels],  # IR text stays out of verdict logs
-        timing=m.timing,
+        timing=m.timing, ncu=counters,
         cost=m.cost, environment=m.environment, notes=m.notes, seconds=seconds, kernelgate_version=__version__)
+
+
+def _dram_traffic(counters: NcuReport, metrics: Metrics) -> Finding:
+    """Evidence only (the policy does not read it): DRAM traffic against the compulsory bytes."""
+    ratio = counters.dram_bytes / metrics.bytes_compulsory if metrics.bytes_compulsory else float("inf")
+    names = ", ".join(dict.fromkeys(k.name for k in counters.kernels))[:200]
+    return Finding(code="dram_traffic", kind="info",
+                   evidence=(f"Nsight Compute: {counters.dram_bytes / 1e6:,.1f} MB of DRAM traffic in one call, "
+                             f"{ratio:.2f}x the compulsory {metrics.bytes_compulsory / 1e6:,.1f} MB ({names})"),
+                   hint="traffic well above the compulsory bytes means operands are read more than once: keep "
+                        "them in shared memory or registers across their uses, or fuse the passes")

@@ -211,6 +211,9 @@ def screen_many(items: Iterable[Candidate | tuple[Candidate, Problem]], problem:
     Stopping the iteration early stops the lanes after their current candidate.
     ``summarize(list(screen_many(...)))`` gives throughput and seconds per stage.
     """
+    if options is not None and options.ncu:  # its process would run on no lane's device, outside the turns
+        raise ValueError("ScreenOptions.ncu is for screen(): the Nsight Compute pass runs outside screen_many's "
+                         "lanes and their GPU turns")
     work = _work_items(items, problem)
     total = len(work)
     if total == 0:

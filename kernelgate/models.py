@@ -312,6 +312,25 @@ class Failure(Model):
     """Where it happened: load, numerics, timing, artifacts, supervisor."""
 
 
+class KernelCounters(Model):
+    """Nsight Compute's counters for one kernel of one call of the candidate."""
+
+    name: str
+    dram_bytes_read: float = Field(ge=0)
+    dram_bytes_written: float = Field(ge=0)
+    duration_ns: float | None = None
+
+
+class NcuReport(Model):
+    """The optional Nsight Compute pass (``ScreenOptions.ncu``, ``kernelgate.ncu``): one profiled call."""
+
+    kernels: list[KernelCounters]
+    dram_bytes: float = Field(ge=0)
+    """DRAM bytes read and written by all of the call's kernels."""
+    command: str
+    """The ncu command line (without the profiled process)."""
+
+
 class Measurement(Model):
     """Everything the worker observed: plain data, validated by the parent."""
 
@@ -370,6 +389,9 @@ class Metrics(Model):
     peaks: Peaks
     """The ceilings used, with their source."""
     math_mode: MathMode
+    dram_bytes: float | None = None
+    """DRAM bytes the candidate's kernels moved in one call, counted by Nsight Compute
+    (``ScreenOptions.ncu``); None when not measured."""
 
 
 class Verdict(Model):
@@ -396,6 +418,8 @@ class Verdict(Model):
     failure: Failure | None = None
     kernels: list[KernelArtifact] = Field(default_factory=list)
     timing: TimingReport | None = None
+    ncu: NcuReport | None = None
+    """Nsight Compute's per-kernel counters, when the optional pass ran (``ScreenOptions.ncu``)."""
     cost: Cost | None = None
     environment: Environment | None = None
     notes: list[str] = Field(default_factory=list)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernelgate import Candidate, Problem, Reason, ScreenOptions, Status, screen
+from kernelgate import Candidate, Problem, Reason, ScreenOptions, Status, ncu, screen
 from tests.conftest import EXAMPLES, fixture_source
 
 pytestmark = pytest.mark.gpu
@@ -44,3 +44,13 @@ def test_autotuned_kernel_is_tuned_then_described_by_the_chosen_config():
     (kernel,) = v.kernels
     assert kernel.launches == 1  # the tuning launches are not counted as the candidate's
     assert not any("autotuned" in n for n in v.notes)
+
+
+def test_ncu_pass_counts_the_dram_bytes_of_a_streaming_kernel():
+    if ncu.find_ncu() is None:
+        pytest.skip("Nsight Compute (ncu) is not installed on this GPU machine")
+    v = screen(Candidate(source=fixture_source("rowsum_good.py"), entry="kernel"), Problem.op("rowsum"),
+               options=FAST.model_copy(update={"ncu": True}))
+    assert v.ncu is not None, v.notes
+    # a row sum reads its input once: the traffic is about the compulsory bytes
+    assert 0.8 <= v.metrics.dram_bytes / v.metrics.bytes_compulsory <= 1.5, v.ncu
