@@ -22,8 +22,9 @@ built, the result carries ``error`` instead of a verdict.
 
 Where the time goes: each result carries the verdict's seconds per stage (``stage_seconds``:
 worker_start, turn_wait and timing_wait in a concurrent lane, worker_wait, load, numerics with
-its parts compile, trials, probes and kernel_profile, artifacts, timing, job, total) and when it finished; ``summarize(results)`` turns a run
-into candidates per hour, median seconds per stage and counts by status.
+its parts compile, trials, probes and kernel_profile, artifacts, timing, job, total) and when it
+finished; ``summarize(results)`` turns a run into candidates per hour, median seconds per stage
+and counts by status.
 ``kernelgate.ray_pool.screen_many_ray`` gives the same stream on a Ray cluster.
 """
 

@@ -29,7 +29,8 @@ import torch
 
 from kernelgate.models import TimeStats, TimingReport
 
-__all__ = ["time_pair", "launch_overhead_ms", "sleep_cycles_per_ms", "stats", "lre_interval", "median_interval", "enough_samples"]
+__all__ = ["time_pair", "launch_overhead_ms", "sleep_cycles_per_ms", "stats", "lre_interval", "median_interval",
+           "enough_samples"]
 
 L2_FLUSH_BYTES = 256 << 20
 """Four times the H200's 60 MB L2 (and larger than any current GPU's)."""

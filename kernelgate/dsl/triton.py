@@ -1,12 +1,14 @@
 """Triton plug-in: launch hooks, compiler-error mapping, and compiled artifacts.
 
 On a GPU the artifacts come from the kernels the candidate really launched (the
-``CompiledKernel`` that ``JITFunction.run`` returns). An autotuned kernel (``triton.autotune``)
-is described by the config the autotuner chose: its timing launches are not recorded, and the
-interpreter, which has no device to time on, runs the first config that survives pruning. Without one, the candidate runs in the
+``CompiledKernel`` that ``JITFunction.run`` returns). Without a GPU, the candidate runs in the
 interpreter (``TRITON_INTERPRET=1``) for numerics; its first launch of each kernel is recorded and
 the same kernel, imported again uncompiled-for-interpretation, is compiled ahead of time for
 sm_90 with the same specialization (argument types, divisibility, constexprs, warps, stages).
+
+An autotuned kernel (``triton.autotune``) is described by the config the autotuner chose: its
+timing launches are not recorded. The interpreter has no device to time configs on, so there the
+first config that survives pruning runs, and the verdict says so.
 """
 
 from __future__ import annotations
