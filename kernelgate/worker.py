@@ -78,10 +78,6 @@ class ScreenOptions(Model):
     timing_rel_halfwidth: float = Field(default=0.01, gt=0, lt=1)
     """Adaptive timing stops when each median's 95% interval is within +-this fraction of it."""
     timing_input_sets: int = Field(default=3, ge=1)
-    ncu: bool = False
-    """After a timed screen, profile one call of the candidate with Nsight Compute where ``ncu`` is
-    installed (``kernelgate.ncu``): DRAM bytes actually moved, per kernel. Adds a process and a
-    kernel replay per launch, seconds to minutes; without ncu or a GPU the verdict notes the skip."""
     timing_launch_window_ms: float = Field(default=0.2, ge=0, le=5)
     """GPU idle time after each L2 flush, before the start event, during which the host enqueues the
     timed call (``kernelgate.timing._time_once``). At 0 only the flush (about 60 us on an H200)
@@ -96,6 +92,10 @@ class ScreenOptions(Model):
     """Reuse compiled code across screens (``kernelgate.compile_cache``); False: compile privately."""
     compile_cache_dir: str = Field(default_factory=lambda: str(compile_cache.default_root()))
     """Where compiled code is kept; resolved in the caller's process, not the candidate's environment."""
+    ncu: bool = False
+    """After a timed screen, profile one call of the candidate with Nsight Compute where ``ncu`` is
+    installed (``kernelgate.ncu``): DRAM bytes actually moved, per kernel. Adds a process and a
+    kernel replay per launch, seconds to minutes; without ncu or a GPU the verdict notes the skip."""
     physics_limit: float = Field(default=1.1, gt=1)
     """Retime when U at the fastest math mode exceeds this (``screen`` lowers it to ``Policy.u_impossible``)."""
     startup_timeout_s: float = Field(default=120.0, gt=0)
