@@ -325,10 +325,13 @@ class NcuReport(Model):
     """The optional Nsight Compute pass (``ScreenOptions.ncu``, ``kernelgate.ncu``): one profiled call."""
 
     kernels: list[KernelCounters]
-    dram_bytes: float = Field(ge=0)
-    """DRAM bytes read and written by all of the call's kernels."""
     command: str
     """The ncu command line (without the profiled process)."""
+
+    @property
+    def dram_bytes(self) -> float:
+        """DRAM bytes read and written by all of the call's kernels."""
+        return sum(k.dram_bytes_read + k.dram_bytes_written for k in self.kernels)
 
 
 class Measurement(Model):

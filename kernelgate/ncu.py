@@ -117,8 +117,7 @@ def profile(job, timeout_s: float = 300.0) -> tuple[NcuReport | None, str]:
     kernels = parse_csv(text)
     if not kernels:
         return None, "ncu pass gave no result: no kernel counters in its report (" + text.strip()[-300:] + ")"
-    return NcuReport(kernels=kernels, dram_bytes=sum(k.dram_bytes_read + k.dram_bytes_written for k in kernels),
-                     command=" ".join(cmd[:cmd.index(sys.executable)])), ""
+    return NcuReport(kernels=kernels, command=" ".join(cmd[:cmd.index(sys.executable)])), ""
 
 
 def _run_profiled(request: Path) -> None:
