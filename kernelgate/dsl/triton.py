@@ -71,18 +71,17 @@ class TritonPlugin:
         os.environ["TRITON_INTERPRET"] = "1" if interpret else "0"
         log = LaunchLog()
         _hook_autotuner(log, interpret)
-        if not interpret:
-            # Triton builds its driver's helper module (a C compiler runs) on first use; an autotuner
-            # reaches the driver before any launch, so do it here, before the guard is armed.
-            from triton.runtime import driver
-
-            with compiler_section():
-                driver.active.get_current_target()
-                driver.active.get_benchmarker()
         if interpret:
             from triton.runtime.interpreter import InterpretedFunction as kernel_class
         else:
+            from triton.runtime import driver
             from triton.runtime.jit import JITFunction as kernel_class
+
+            # Triton builds its driver's helper module (a C compiler runs) on first use; an autotuner
+            # reaches the driver before any launch, so do it here, before the guard is armed.
+            with compiler_section():
+                driver.active.get_current_target()
+                driver.active.get_benchmarker()
         original = kernel_class.run
 
         def run(self, *args, grid, warmup, **kwargs):
