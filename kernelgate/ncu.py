@@ -136,12 +136,16 @@ def _run_profiled(request: Path) -> None:
     plugin.prepare(interpret=False)
     _use_compile_cache(job.options, workdir)
     problem = build_problem(job.problem, torch.device("cuda"), int.from_bytes(os.urandom(4), "little"))
+    # CUDA up before the guard, as a worker has it: its lazy init fills torch.cuda.default_generators,
+    # which the guard would otherwise take for the candidate's tampering (TileLang's import brings it up)
+    torch.cuda.init()
+    torch.ones(1, device="cuda").add_(1)
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
     guard = integrity.Guard(workdir, workdir / "candidate.py", _allowed_write_dirs(job.options))
     guard.arm()
     _, entry = _load_candidate(plugin, job.candidate.source, job.candidate.entry, workdir)
     candidate, _, _ = problem.build_candidate(entry)
-    gen = torch.Generator(device="cuda")
-    gen.manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
     with torch.no_grad():
         candidate(*_inputs(problem, "normal", gen))  # compiles, autotunes, warms up: not profiled
         torch.cuda.synchronize()

@@ -63,3 +63,14 @@ def test_launching_on_the_current_stream_is_not_a_side_stream(options):
     assert "current_stream" in source
     v = screen(Candidate(source=source, name="cuda_rowsum_good"), problem, options=options)
     assert v.status in TIMED, (v.summary, v.failure)
+
+
+def test_ncu_pass_profiles_a_tilelang_candidate(options):
+    # TileLang's import brings CUDA up; the profiled process must not take that for tampering
+    from kernelgate import ncu
+
+    if ncu.find_ncu() is None:
+        pytest.skip("Nsight Compute (ncu) is not installed on this GPU machine")
+    v = _screen("tilelang_rowsum.py", options.model_copy(update={"ncu": True}))
+    assert v.ncu is not None, v.notes
+    assert 0.8 <= v.metrics.dram_bytes / v.metrics.bytes_compulsory <= 1.5, v.ncu
