@@ -191,7 +191,8 @@ def _build_kernelbench(spec: Problem, device: torch.device, seed: int) -> BuiltP
         torch.manual_seed(seed)
         init_inputs = list(module.get_init_inputs())
         reference = module.Model(*init_inputs).to(device)
-        templates = list(module.get_inputs())
+        with device:  # tensors the file makes land on the device: CPU random draws of large inputs take seconds
+            templates = list(module.get_inputs())
     except Exception as exc:
         raise ProblemError(f"problem {spec.name} failed to build: {type(exc).__name__}: {exc}") from exc
     float_templates = [t for t in templates if isinstance(t, torch.Tensor) and t.is_floating_point()]
@@ -202,7 +203,8 @@ def _build_kernelbench(spec: Problem, device: torch.device, seed: int) -> BuiltP
 
     def factory(distribution: str, gen: torch.Generator) -> list:
         torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen, device=gen.device)))
-        fresh = list(module.get_inputs())  # integer inputs and shapes come from the file itself
+        with device:
+            fresh = list(module.get_inputs())  # integer inputs and shapes come from the file itself
         out = []
         for tensor in fresh:
             if isinstance(tensor, torch.Tensor) and tensor.is_floating_point():
