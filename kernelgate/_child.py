@@ -41,6 +41,10 @@ def main() -> None:
     from kernelgate.dsl import plugins
 
     plugins()
+    if torch.cuda.is_available():
+        # torch.use_deterministic_algorithms, which numerics call, imports torch._inductor (and
+        # dynamo) on first use: about 1.5 s, better spent while the worker starts than in a GPU turn
+        import torch._inductor.config  # noqa: F401
     if os.environ.get(START_GATE) == "1":  # a TurnPool's worker: the GPU only in a turn
         send({"type": "started"})
         sys.stdin.readline()

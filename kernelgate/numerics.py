@@ -188,5 +188,5 @@ def _to64(x):
 
 
 def _sync() -> None:
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
+    if torch.cuda.is_initialized():  # is_available() asks the driver each time; this is a flag
         torch.cuda.synchronize()
