@@ -144,6 +144,8 @@ def _row(name: str, r) -> dict:
             "host_candidate_ms": v.timing.candidate.host_median_ms if v and v.timing else None,
             "timing_reps": v.timing.candidate.reps if v and v.timing else None,
             "timing_stopped": v.timing.stopped if v and v.timing else None,
+            "launch_window_ms": v.timing.launch_window_ms if v and v.timing else None,
+            "host_late_reps": v.timing.candidate.host_late_reps if v and v.timing else None,
             "seconds": r.seconds, "stage_seconds": r.stage_seconds}
 
 

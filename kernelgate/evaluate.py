@@ -25,7 +25,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import torch
 
@@ -162,7 +162,7 @@ class _Checks:
         found = self.guard.check(when)
         if found is not None:
             raise self.fail(found[0], found[1], stage)
-        if torch.cuda.is_available() and torch.cuda.current_stream() != torch.cuda.default_stream():
+        if torch.cuda.is_initialized() and torch.cuda.current_stream() != torch.cuda.default_stream():
             raise self.fail(Reason.side_stream, f"the current CUDA stream is not the default stream {when}", stage)
 
     def launches(self, label: str, stage: str) -> None:
@@ -266,6 +266,10 @@ def evaluate(job, workdir: Path, emit: Callable[[str, Measurement | None], None]
                     checkpoint()
                     _gpu_library_share(m, problem, candidate, gen, checks)
                     part_done("kernel_profile")
+                    # still in a shared turn: the timing's inputs and expected outputs are made
+                    # here, so the exclusive turn holds only the timed calls and their checks
+                    timing_inputs = _timing_inputs(problem, gen, opts.timing_input_sets)
+                    part_done("timing_inputs")
         except CandidateFailure as failure:
             if interpret and failure.failure.reason is Reason.runtime_error:
                 # the interpreter runs code the compiler would refuse: ask the compiler
@@ -287,7 +291,7 @@ def evaluate(job, workdir: Path, emit: Callable[[str, Measurement | None], None]
             emit("timing", m)
             wait_for_go()
             clock = time.perf_counter()
-            _time(m, problem, candidate, gen, opts, checks)
+            _time(m, problem, candidate, timing_inputs, opts, checks)
             stage_done("timing")
         elif not cuda:
             m.notes.append("no GPU on this machine: nothing was timed")
@@ -534,10 +538,23 @@ def _static_only(m, problem, candidate, log, inputs, path, plugin, why: str) -> 
     m.notes.append(m.numerics.skipped_reason)
 
 
-def _time(m: Measurement, problem: BuiltProblem, candidate, gen: torch.Generator, opts, checks: _Checks) -> None:
-    sets = [_inputs(problem, "normal", gen) for _ in range(opts.timing_input_sets)]
+class _TimingInputs(NamedTuple):
+    """What a timing rotates over: the input sets, pristine copies of them (to see mutation) and the
+    reference's outputs on each (to recheck what was timed)."""
+
+    sets: list[list]
+    pristine: list[list]
+    expected: list
+
+
+def _timing_inputs(problem: BuiltProblem, gen: torch.Generator, count: int) -> _TimingInputs:
+    sets = [_inputs(problem, "normal", gen) for _ in range(count)]
     pristine = [[x.clone() if isinstance(x, torch.Tensor) else x for x in s] for s in sets]
-    expected = [_expected(problem, s) for s in sets]
+    return _TimingInputs(sets, pristine, [_expected(problem, s) for s in sets])
+
+
+def _time(m: Measurement, problem: BuiltProblem, candidate, prepared: _TimingInputs, opts, checks: _Checks) -> None:
+    sets, pristine, expected = prepared.sets, prepared.pristine, prepared.expected
     calls = 0
 
     def counted(*args):
@@ -591,5 +608,5 @@ def _time(m: Measurement, problem: BuiltProblem, candidate, gen: torch.Generator
 
 
 def _sync() -> None:
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
+    if torch.cuda.is_initialized():  # is_available() asks the driver each time; this is a flag
         torch.cuda.synchronize()

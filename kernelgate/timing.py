@@ -36,6 +36,12 @@ L2_FLUSH_BYTES = 256 << 20
 """Four times the H200's 60 MB L2 (and larger than any current GPU's)."""
 
 
+MAX_LAUNCH_WINDOW_MS = 5.0
+WINDOW_MARGIN = 2.0
+"""The launch window covers twice the slowest warm-up enqueue: a timed call also waits for the
+timing loop's own launches (flush, idle kernel, events), which the warm-up calls do not."""
+
+
 def stats(samples: list[float], walls: list[float], hosts: list[float] | None = None,
           late: int | None = None) -> TimeStats:
     ordered = sorted(samples)
@@ -137,6 +143,17 @@ def sleep_cycles_per_ms() -> float:
     return statistics.median(rates)
 
 
+def launch_window(least_ms: float, warm_host_ms: Sequence[float]) -> float:
+    """The GPU idle time to give each timed call: ``least_ms``, widened to ``WINDOW_MARGIN`` times
+    the slowest host enqueue of the warm-up calls (at most ``MAX_LAUNCH_WINDOW_MS``), so that a
+    wrapper whose Python takes longer than the fixed window is not charged its host time. 0 stays
+    0 (no window at all)."""
+    if least_ms <= 0:
+        return 0.0
+    needed = WINDOW_MARGIN * max(warm_host_ms, default=0.0)
+    return round(max(least_ms, min(MAX_LAUNCH_WINDOW_MS, needed)), 3)
+
+
 def _time_once(fn: Callable, inputs: list, flush: torch.Tensor,
                window_cycles: int) -> tuple[float, float, float, bool, object]:
     """One call: (event ms, wall ms from the start event to a device-wide sync, host enqueue ms,
@@ -180,16 +197,23 @@ def time_pair(candidate: Callable, library: Callable, input_sets: list[list], *,
     ``adaptive``: also stop once ``enough_samples(..., rel_halfwidth, min_reps)`` holds, checked
     after each pair of repetitions (each side then went first equally often) once at least
     ``min_reps`` and one pass over the input sets are done; ``reps`` stays the cap.
+    ``launch_window_ms``: the least GPU idle time after each flush (``launch_window``: widened to
+    cover the host time the warm-up calls took to enqueue).
     ``keep``, when given, receives the candidate's output of its last timed call on each input set
     (by index), so the caller can recheck what was timed.
     """
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
-    window_cycles = int(launch_window_ms * sleep_cycles_per_ms()) if launch_window_ms > 0 else 0
     with torch.no_grad():
+        warm_hosts: list[float] = []  # host ms to enqueue each warm-up call after the first round
         for i in range(warmup):
             for fn in (candidate, library):
+                began = time.perf_counter()
                 fn(*input_sets[i % len(input_sets)])
-        torch.cuda.synchronize()
+                if i > 0 or warmup == 1:
+                    warm_hosts.append((time.perf_counter() - began) * 1e3)
+            torch.cuda.synchronize()
+        window_ms = launch_window(launch_window_ms, warm_hosts)
+        window_cycles = int(window_ms * sleep_cycles_per_ms()) if window_ms > 0 else 0
         overhead = launch_overhead_ms()
         times: dict[str, list[float]] = {"candidate": [], "library": []}
         walls: dict[str, list[float]] = {"candidate": [], "library": []}
@@ -223,7 +247,7 @@ def time_pair(candidate: Callable, library: Callable, input_sets: list[list], *,
                         library=stats(times["library"], walls["library"], hosts["library"], late["library"]),
                         l2_flush_bytes=L2_FLUSH_BYTES, input_sets=len(input_sets), rounds=rounds,
                         launch_overhead_ms=overhead, stopped=stopped,
-                        launch_window_ms=launch_window_ms if window_cycles else 0.0)
+                        launch_window_ms=window_ms if window_cycles else 0.0)
 
 
 def lre_interval(library_ms: list[float], candidate_ms: list[float], *, resamples: int = 2000,

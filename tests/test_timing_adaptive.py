@@ -287,10 +287,20 @@ def test_the_timing_stage_passes_the_options_to_time_pair(monkeypatch):
                                             allow_tf32_matmul=False, allow_tf32_cudnn=False))
     opts = ScreenOptions(timing_adaptive=False, timing_min_reps=8, timing_rel_halfwidth=0.03, timing_reps=20,
                          timing_input_sets=2, timing_launch_window_ms=0.15)
-    evaluate_module._time(m, problem, problem.reference, torch.Generator(), opts, checks)
+    prepared = evaluate_module._timing_inputs(problem, torch.Generator(), opts.timing_input_sets)
+    assert len(prepared.sets) == len(prepared.pristine) == len(prepared.expected) == 2
+    evaluate_module._time(m, problem, problem.reference, prepared, opts, checks)
     assert calls == [dict(reps=20, max_seconds=opts.timing_max_seconds, rounds=1, keep={}, adaptive=False,
                           min_reps=8, rel_halfwidth=0.03, launch_window_ms=0.15)]
     assert m.timing.stopped == "converged" and m.timing.candidate.reps == 12
+
+
+def test_launch_window_covers_the_slowest_warm_up_enqueue_within_bounds():
+    assert timing.launch_window(0.2, [0.01, 0.05]) == 0.2  # a quick wrapper keeps the least window
+    assert timing.launch_window(0.2, [0.05, 0.4]) == pytest.approx(0.8)  # twice the slowest
+    assert timing.launch_window(0.2, [30.0]) == timing.MAX_LAUNCH_WINDOW_MS  # a compile is not waited for
+    assert timing.launch_window(0.2, []) == 0.2
+    assert timing.launch_window(0.0, [0.4]) == 0.0  # no window asked for: none given
 
 
 def test_timing_report_records_why_it_stopped():
@@ -350,3 +360,6 @@ def test_gpu_launch_window_hides_host_work_shorter_than_it():
     assert open_.launch_window_ms == 1.0 and open_.candidate.host_late_reps <= 5
     assert open_.candidate.median_ms < open_.library.median_ms + 0.02
     assert open_.candidate.wall_median_ms < 0.5  # the window itself is not in the wall time
+    sized = timing.time_pair(slow_wrapper, plain, x, reps=20, launch_window_ms=0.1)  # widened from the warm-up
+    assert 0.6 <= sized.launch_window_ms <= timing.MAX_LAUNCH_WINDOW_MS and sized.candidate.host_late_reps <= 5
+    assert sized.candidate.median_ms < sized.library.median_ms + 0.02
