@@ -71,7 +71,8 @@ class ScreenOptions(Model):
     after at least ``timing_min_reps`` repetitions, when a distribution-free 95% interval of each
     median lies within ``timing_rel_halfwidth`` of it. A steady kernel then takes 10 repetitions, a
     noisy one up to ``timing_reps``; the verdict's ``timing.stopped`` says which. Off by default
-    until its repetitions and LRE spread have been measured on a GPU against the fixed 30."""
+    (a single screen keeps its 30 repetitions); on in the H200 throughput runs of 2026-12-04, where
+    every kernel's LRE stayed within 3% over three runs (``benchmarks/results/throughput_h200.json``)."""
     timing_min_reps: int = Field(default=10, ge=6)
     """Fewest repetitions before adaptive timing may stop (6 is the least for which a 95% interval
     of a median exists; at 10 it runs from the 2nd to the 9th sample)."""
@@ -79,8 +80,10 @@ class ScreenOptions(Model):
     """Adaptive timing stops when each median's 95% interval is within +-this fraction of it."""
     timing_input_sets: int = Field(default=3, ge=1)
     timing_launch_window_ms: float = Field(default=0.2, ge=0, le=5)
-    """GPU idle time after each L2 flush, before the start event, during which the host enqueues the
-    timed call (``kernelgate.timing._time_once``). At 0 only the flush (about 60 us on an H200)
+    """The least GPU idle time after each L2 flush, before the start event, during which the host
+    enqueues the timed call (``kernelgate.timing._time_once``); it widens to twice the slowest
+    host enqueue of the warm-up calls, up to 5 ms (``timing.launch_window``). At 0 there is no
+    window at all, and only the flush (about 60 us on an H200)
     hides the host's launch work, and a wrapper slower than that is charged the difference: in a
     screen the wrapper's Python with the integrity hooks took 0.04 to 0.15 ms on the H200, more
     with other workers busy, and short kernels moved by up to 2x between runs
