@@ -24,9 +24,9 @@ built, the result carries ``error`` instead of a verdict.
 
 Where the time goes: each result carries the verdict's seconds per stage (``stage_seconds``:
 worker_start, turn_wait and timing_wait in a concurrent lane, worker_wait, load, numerics with
-its parts compile, trials, probes, kernel_profile and timing_inputs, artifacts, timing, job, total) and when it
-finished; ``summarize(results)`` turns a run into candidates per hour, median seconds per stage
-and counts by status.
+its parts compile, trials, probes, kernel_profile and timing_inputs, artifacts, timing, job,
+total) and when it finished; ``summarize(results)`` turns a run into candidates per hour, median
+seconds per stage and counts by status.
 ``kernelgate.ray_pool.screen_many_ray`` gives the same stream on a Ray cluster.
 """
 
@@ -65,7 +65,8 @@ class ScreenResult:
     """Wall-clock seconds this candidate took, retries included."""
     stage_seconds: dict[str, float] = field(default_factory=dict)
     """The verdict's seconds per stage (``Verdict.seconds``): worker_wait, load, numerics (of which
-    compile, trials, probes, kernel_profile, timing_inputs), artifacts, timing (GPU only), job, total. Empty without a verdict."""
+    compile, trials, probes, kernel_profile, timing_inputs), artifacts, timing (GPU only), job, total.
+    Empty without a verdict."""
     finished_at_s: float = 0.0
     """When it came back, in seconds after the run started (``summarize`` takes the run's wall time
     from the last one)."""
