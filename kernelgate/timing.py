@@ -13,9 +13,9 @@ output on each set is kept for a recheck after timing (``keep``).
 Adaptive stopping (``time_pair(adaptive=True)``; in a screen ``ScreenOptions.timing_adaptive``,
 off by default; measured on the H200 by ``benchmarks/throughput.py --adaptive``): after each pair
 of repetitions past ``min_reps``, the loop stops once ``enough_samples`` finds both medians known
-well enough, a distribution-free 95% interval of each median within ``rel_halfwidth`` of it. A slow, steady kernel then takes 10
-repetitions instead of 30; a noisy one still takes up to ``reps``. ``TimingReport.stopped`` says
-which limit ended the loop.
+well enough, a distribution-free 95% interval of each median within ``rel_halfwidth`` of it. A
+slow, steady kernel then takes 10 repetitions instead of 30; a noisy one still takes up to
+``reps``. ``TimingReport.stopped`` says which limit ended the loop.
 """
 
 from __future__ import annotations
