@@ -125,6 +125,7 @@ def _run_profiled(request: Path) -> None:
     import torch
 
     from kernelgate import integrity
+    from kernelgate._child import start_cuda
     from kernelgate.dsl import get_plugin
     from kernelgate.evaluate import _allowed_write_dirs, _inputs, _load_candidate, _use_compile_cache
     from kernelgate.problems import build_problem
@@ -136,10 +137,7 @@ def _run_profiled(request: Path) -> None:
     plugin.prepare(interpret=False)
     _use_compile_cache(job.options, workdir)
     problem = build_problem(job.problem, torch.device("cuda"), int.from_bytes(os.urandom(4), "little"))
-    # CUDA up before the guard, as a worker has it: its lazy init fills torch.cuda.default_generators,
-    # which the guard would otherwise take for the candidate's tampering (TileLang's import brings it up)
-    torch.cuda.init()
-    torch.ones(1, device="cuda").add_(1)
+    start_cuda()  # before the guard, as in a worker (else TileLang's import brings CUDA up under it)
     gen = torch.Generator(device="cuda")
     gen.manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
     guard = integrity.Guard(workdir, workdir / "candidate.py", _allowed_write_dirs(job.options))
