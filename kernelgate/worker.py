@@ -83,12 +83,12 @@ class ScreenOptions(Model):
     """The least GPU idle time after each L2 flush, before the start event, during which the host
     enqueues the timed call (``kernelgate.timing._time_once``); it widens to twice the slowest
     host enqueue of the warm-up calls, up to 5 ms (``timing.launch_window``). At 0 there is no
-    window at all, and only the flush (about 60 us on an H200)
-    hides the host's launch work, and a wrapper slower than that is charged the difference: in a
-    screen the wrapper's Python with the integrity hooks took 0.04 to 0.15 ms on the H200, more
-    with other workers busy, and short kernels moved by up to 2x between runs
-    (``benchmarks/results/timing_contention_h200.json``). A call that still takes longer is
-    counted in ``TimeStats.host_late_reps`` and noted in the verdict."""
+    window at all: only the flush (about 60 us on an H200) hides the host's launch work, and a
+    wrapper slower than that is charged the difference. In a screen the wrapper's Python with the
+    integrity hooks took 0.04 to 0.15 ms on the H200, more with other workers busy, and short
+    kernels moved by up to 2x between runs (``benchmarks/results/timing_contention_h200.json``).
+    A call that still takes longer is counted in ``TimeStats.host_late_reps`` and noted in the
+    verdict."""
     interpreter_max_elements: int = Field(default=1 << 22, ge=1)
     """Without a GPU, problems with more input elements are checked statically only."""
     compile_cache: bool = True
@@ -580,7 +580,8 @@ class TurnPool:
             with self._lock:
                 self._live.add(worker)
             try:  # its imports take no turn; its CUDA context comes up in one
-                worker.wait_ready(job.options.startup_timeout_s, before_gpu=lambda: take("exclusive" if alone else "shared"))
+                worker.wait_ready(job.options.startup_timeout_s,
+                                  before_gpu=lambda: take("exclusive" if alone else "shared"))
             except WorkerError:
                 worker.close()
                 raise
