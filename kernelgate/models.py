@@ -12,7 +12,7 @@ import hashlib
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from kernelgate._base import Model
 from kernelgate.hardware import DeviceInfo, MathMode, Peaks
@@ -146,17 +146,32 @@ class Problem(Model):
     name: str
     """Catalogue key (``layernorm``) or the path of a file with ``Model``, ``get_inputs``, ``get_init_inputs``."""
     shape: dict[str, int] = Field(default_factory=dict)
-    """Overrides of the default shape parameters (catalogue ops only), e.g. ``{"rows": 4096}``."""
+    """Overrides of the default shape parameters: a catalogue op's parameters (``{"rows": 4096}``)
+    or a KernelBench file's integer globals (``{"batch_size": 16}``). Each is a size, at least 1."""
     dtype: Literal["float32", "float16", "bfloat16"] | None = None
     """The problem's dtype; None keeps the op's or file's own."""
+
+    @field_validator("shape")
+    @classmethod
+    def _positive_sizes(cls, shape: dict[str, int]) -> dict[str, int]:
+        # A size of 0 or less is bad input, not a fault of the candidate: refuse it here, by name.
+        bad = [f"{k}={v}" for k, v in shape.items() if v < 1]
+        if bad:
+            raise ValueError(f"shape sizes must be integers >= 1, got {', '.join(bad)}")
+        return shape
 
     @classmethod
     def op(cls, name: str, dtype: str | None = None, **shape: int) -> Problem:
         return cls(kind="reference_op", name=name, shape=shape, dtype=dtype)
 
     @classmethod
-    def file(cls, path: str, dtype: str | None = None) -> Problem:
-        return cls(kind="kernelbench_file", name=str(path), dtype=dtype)
+    def file(cls, path: str, dtype: str | None = None, shape: dict[str, int] | None = None) -> Problem:
+        """A KernelBench-style file (a str or a path-like). A relative path is resolved against the
+        current directory now, since the worker runs elsewhere. ``shape`` overrides the file's integer globals."""
+        import os
+
+        return cls(kind="kernelbench_file", name=os.path.abspath(os.fspath(path)), shape=dict(shape or {}),
+                   dtype=dtype)
 
 
 class Cost(Model):
