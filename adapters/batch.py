@@ -51,6 +51,9 @@ class BatchResult:
     items: list[BatchItem] = field(default_factory=list)
     skipped: list[tuple[Generation, str]] = field(default_factory=list)
     """Generations not screened, with why (no such problem in the checkout, a broken problem file)."""
+    logged: list[BatchItem] = field(default_factory=list)
+    """Generations not screened again because the log already holds a verdict for the same source
+    (sha256) and problem: each with that earlier verdict and its row id. Not in ``items``."""
 
     def counts(self) -> dict[str, int]:
         found: dict[str, int] = {}
@@ -104,13 +107,16 @@ class _Progress:
 def screen_runs(checkout: str | Path, level: int, runs: str | Path, *, log: Any = None, batch: str | None = None,
                 backend: str | None = None, dtype: str | None = None, problem_ids: list[int] | None = None,
                 options: Any = None, policy: Any = None, runner: Any = None,
-                progress: IO[str] | None = sys.stderr) -> BatchResult:
+                progress: IO[str] | None = sys.stderr, rescreen: bool = False) -> BatchResult:
     """Screen every generation of ``level`` in ``runs`` against its problem in ``checkout``.
 
     ``log``: a ``VerdictLog`` that gets every verdict (batch name: ``batch``, default the run
     folder's name). ``backend``: KernelBench's backend name for every file, or None to detect each.
     ``problem_ids``: only these problems. A generation whose problem is missing or broken is
     skipped and listed in ``BatchResult.skipped``; a bad kernel is a verdict, never an exception.
+    A generation whose source (sha256) and problem already have a verdict in ``log`` is not
+    screened or logged again (so a second run over the same folder adds nothing): it goes to
+    ``BatchResult.logged`` with the earlier verdict, unless ``rescreen`` is set.
     """
     from kernelgate.gate import screen
     from kernelgate.policy import DEFAULT_POLICY
@@ -132,6 +138,14 @@ def screen_runs(checkout: str | Path, level: int, runs: str | Path, *, log: Any 
                     "kernelbench_sample_id": gen.sample_id, "kernelbench_problem": files[gen.problem_id].name}
             candidate = read_candidate(gen.path, backend=backend, metadata=meta)
             spec = problem(files[gen.problem_id], dtype=dtype)
+            if log is not None and not rescreen:
+                earlier = log.entries(problem=spec, sha256=candidate.source_sha256)
+                if earlier:
+                    result.logged.append(BatchItem(generation=gen, verdict=earlier[-1].verdict,
+                                                   log_id=earlier[-1].id))
+                    bar.step(f"{label}: already in the log (row {earlier[-1].id}: "
+                             f"{earlier[-1].verdict.status.value}), not screened again")
+                    continue
             started = time.perf_counter()
             try:
                 verdict = screen(candidate, spec, policy=policy or DEFAULT_POLICY, options=options, runner=runner)
@@ -153,9 +167,11 @@ def screen_runs(checkout: str | Path, level: int, runs: str | Path, *, log: Any 
 
 
 def kernelbench_eval_results(result: BatchResult) -> dict[str, list[dict]]:
-    """KernelBench's ``eval_results.json`` layout: problem id -> samples with its result fields."""
+    """KernelBench's ``eval_results.json`` layout: problem id -> samples with its result fields.
+
+    The verdicts of this run and those found already in the log (``result.logged``) alike."""
     out: dict[str, list[dict]] = {}
-    for item in sorted(result.items, key=lambda i: (i.generation.problem_id, i.generation.sample_id)):
+    for item in sorted(result.items + result.logged, key=lambda i: (i.generation.problem_id, i.generation.sample_id)):
         r = result_from_verdict(item.verdict)
         out.setdefault(str(item.generation.problem_id), []).append({
             "sample_id": item.generation.sample_id, "compiled": r.compiled, "correctness": r.correctness,

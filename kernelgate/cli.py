@@ -4,6 +4,8 @@ Exit codes of ``screen``: 0 accept, 10 repair, 11 structural, 12 reject, 13 unti
 2 usage error (bad arguments, unknown problem), 3 a fault of the gate itself.
 ``batch`` (a folder of KernelBench generations into the verdict log) and ``report`` (HTML from the
 log) exit 0 when they did their job, whatever the verdicts, and 2 or 3 as above.
+With ``--json``, a usage error or a fault prints ``{"error": ..., "exit_code": 2 or 3}`` on stdout
+(the message also goes to stderr).
 """
 
 from __future__ import annotations
@@ -23,10 +25,41 @@ EXIT_CODES = {Status.accept: 0, Status.repair: 10, Status.structural: 11, Status
 EXIT_USAGE, EXIT_FAULT = 2, 3
 
 
+EPILOG = """exit codes:
+  0   accept (screen)
+  10  repair (screen)
+  11  structural (screen)
+  12  reject (screen)
+  13  untimed (screen)
+  0   batch, report, ops, calibrate: done, whatever the verdicts
+  2   usage error: bad arguments, an unknown problem or DSL, a missing file, no GPU to calibrate
+  3   a fault of the gate itself
+with --json, errors are printed on stdout as {"error": "...", "exit_code": 2 or 3}"""
+
+
+def _version() -> str:
+    from kernelgate import __version__
+
+    return __version__
+
+
+def _print_error(message: str, code: int, as_json: bool) -> None:
+    label = "error" if code == EXIT_USAGE else "internal fault"
+    print(f"kernelgate: {label}: {message}", file=sys.stderr)
+    if as_json:
+        print(json.dumps({"error": message, "exit_code": code}))
+
+
 class _Parser(argparse.ArgumentParser):
+    """argparse with kernelgate's exit code for usage errors, and JSON errors when ``--json`` was given."""
+
+    json_errors = False
+    """Set by ``main`` when the command line asks for ``--json``: argparse errors then go to stdout as JSON."""
+
     def error(self, message: str):  # argparse exits 2 itself; keep its message short
-        self.print_usage(sys.stderr)
-        print(f"kernelgate: error: {message}", file=sys.stderr)
+        if not _Parser.json_errors:
+            self.print_usage(sys.stderr)
+        _print_error(message, EXIT_USAGE, _Parser.json_errors)
         raise SystemExit(EXIT_USAGE)
 
 
@@ -34,20 +67,30 @@ def _parse_shape(items: list[str]) -> dict[str, int]:
     shape = {}
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or not key or not value.strip().isdigit():
+        value = value.strip()
+        digits = value[1:] if value[:1] in "+-" else value
+        if not sep or not key.strip() or not digits.isdigit():
             raise ProblemError(f"--shape takes NAME=INT, got {item!r}")
+        if int(value) < 1:
+            raise ProblemError(f"--shape {key.strip()}={int(value)}: a size must be at least 1")
         shape[key.strip()] = int(value)
     return shape
 
 
 def _problem(args):
+    from pydantic import ValidationError
+
     from kernelgate.models import Problem
 
     shape = _parse_shape(args.shape or [])
-    if Path(args.problem).suffix == ".py" or Path(args.problem).is_file():
-        if not Path(args.problem).is_file():
-            raise ProblemError(f"problem file not found: {args.problem}")
-        return Problem(kind="kernelbench_file", name=str(Path(args.problem).resolve()), shape=shape, dtype=args.dtype)
+    try:
+        if Path(args.problem).suffix == ".py" or Path(args.problem).is_file():
+            if not Path(args.problem).is_file():
+                raise ProblemError(f"problem file not found: {args.problem}")
+            return Problem.file(str(Path(args.problem).resolve()), shape=shape, dtype=args.dtype)
+        problem = Problem.op(args.problem, dtype=args.dtype, **shape)
+    except ValidationError as exc:
+        raise ProblemError("; ".join(e["msg"] for e in exc.errors())) from exc
     from kernelgate.reference_ops import get_op
 
     try:
@@ -55,7 +98,7 @@ def _problem(args):
         op.shape(shape)
     except KeyError as exc:
         raise ProblemError(str(exc.args[0])) from exc
-    return Problem(kind="reference_op", name=args.problem, shape=shape, dtype=args.dtype)
+    return problem
 
 
 def print_verdict(verdict, out=sys.stdout) -> None:
@@ -114,8 +157,7 @@ def _cmd_calibrate(args) -> int:
 
     info = hardware.detect()
     if info is None:
-        print("no GPU on this machine: nothing to calibrate", file=sys.stderr)
-        return EXIT_USAGE
+        raise ProblemError("no GPU on this machine: nothing to calibrate")
     peaks = hardware.calibrate()
     path = hardware.save_calibration(peaks, info)
     print(peaks.model_dump_json(indent=2) if args.json else
@@ -165,14 +207,17 @@ def _cmd_batch(args) -> int:
     options = ScreenOptions(**({"timing_reps": args.reps} if args.reps else {}))
     with VerdictLog(args.log) as log:
         result = screen_runs(args.kernelbench, args.level, args.runs, log=log, batch=args.batch,
-                             backend=args.backend, dtype=args.dtype, problem_ids=args.problem or None, options=options)
+                             backend=args.backend, dtype=args.dtype, problem_ids=args.problem or None, options=options,
+                             rescreen=args.rescreen)
     if args.eval_json:
         Path(args.eval_json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.eval_json).write_text(json.dumps(kernelbench_eval_results(result), indent=2))
     for gen, why in result.skipped:
         print(f"skipped {gen.path.name}: {why}", file=sys.stderr)
     counts = ", ".join(f"{n} {s}" for s, n in sorted(result.counts().items())) or "nothing screened"
-    print(f"batch {result.batch}: {len(result.items)} verdicts ({counts}), {len(result.skipped)} skipped; "
+    again = f", {len(result.logged)} already in the log (not screened again; --rescreen to screen them)" \
+        if result.logged else ""
+    print(f"batch {result.batch}: {len(result.items)} verdicts ({counts}), {len(result.skipped)} skipped{again}; "
           f"log {args.log}")
     return 0
 
@@ -193,9 +238,12 @@ def _cmd_report(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="kernelgate", description="Screen GPU kernels written by LLMs.")
+    parser = _Parser(prog="kernelgate", description="Screen GPU kernels written by LLMs.", epilog=EPILOG,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"kernelgate {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    s = sub.add_parser("screen", help="screen one candidate file")
+    s = sub.add_parser("screen", help="screen one candidate file", epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("candidate", help="the candidate's source file")
     s.add_argument("--problem", required=True, help="a KernelBench-style file or a reference op name (see `ops`)")
     s.add_argument("--dsl", default=None, help="the candidate's DSL (detected from the source by default)")
@@ -221,6 +269,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--reps", type=int, default=None, help="timing repetitions (default 30)")
     b.add_argument("--eval-json", default=None, metavar="FILE",
                    help="also write KernelBench's eval_results.json layout (problem id -> samples)")
+    b.add_argument("--rescreen", action="store_true",
+                   help="screen and log again the files whose source and problem already have a verdict in the log "
+                        "(by default they are skipped and counted)")
     b.set_defaults(func=_cmd_batch)
     r = sub.add_parser("report", help="write an HTML page per batch from the verdict log")
     r.add_argument("--log", default="kernelgate.sqlite", help="the verdict log (default ./kernelgate.sqlite)")
@@ -238,18 +289,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="kernelgate: %(message)s")
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    as_json = "--json" in argv[:argv.index("--")] if "--" in argv else "--json" in argv
+    _Parser.json_errors = as_json
+    try:
+        args = build_parser().parse_args(argv)
+    finally:
+        _Parser.json_errors = False
     try:
         return args.func(args)
     except (ProblemError, PluginError) as exc:
-        print(f"kernelgate: error: {exc}", file=sys.stderr)
+        _print_error(str(exc), EXIT_USAGE, as_json)
         return EXIT_USAGE
     except KernelgateError as exc:
-        print(f"kernelgate: internal fault: {exc}", file=sys.stderr)
+        _print_error(str(exc), EXIT_FAULT, as_json)
         return EXIT_FAULT
     except Exception as exc:  # a gate bug must still exit with its own code, not a bare traceback
         logging.getLogger(__name__).exception("internal fault")
-        print(f"kernelgate: internal fault: {type(exc).__name__}: {exc}", file=sys.stderr)
+        _print_error(f"{type(exc).__name__}: {exc}", EXIT_FAULT, as_json)
         return EXIT_FAULT
 
 
