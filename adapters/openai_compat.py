@@ -21,12 +21,24 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
-
-import httpx
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+from typing import TYPE_CHECKING, Any, Callable
 
 from kernelgate.errors import KernelgateError
+
+if TYPE_CHECKING:
+    import httpx
+    from tenacity import RetryCallState
+
+
+def _client_modules():
+    """httpx and tenacity, which only ``ChatClient`` needs: the ``openai`` extra."""
+    try:
+        import httpx
+        import tenacity
+    except ImportError as exc:
+        raise ModuleNotFoundError(f"ChatClient needs httpx and tenacity ({exc.name} is not installed): "
+                                  "pip install 'kernelgate[openai]'", name=exc.name) from exc
+    return httpx, tenacity
 
 __all__ = ["ChatClient", "Completion", "GeneratorError", "extract_code", "build_prompt", "SYSTEM_PROMPT",
            "RETRY_STATUSES"]
@@ -120,6 +132,7 @@ class ChatClient:
         self.temperature, self.max_tokens = temperature, max_tokens
         self.extra_body = dict(extra_body or {})
         self._sleep = sleep
+        self._httpx, self._tenacity = httpx, tenacity = _client_modules()
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.Client(timeout=httpx.Timeout(timeout_s), headers=headers, transport=transport)
 
@@ -127,15 +140,15 @@ class ChatClient:
         exc = state.outcome.exception() if state.outcome else None
         if isinstance(exc, _Retryable) and exc.retry_after_s is not None:
             return min(exc.retry_after_s, self.max_retry_after_s)
-        return wait_exponential(multiplier=self.backoff_s, max=self.max_backoff_s)(state)
+        return self._tenacity.wait_exponential(multiplier=self.backoff_s, max=self.max_backoff_s)(state)
 
     def _attempt(self, body: dict[str, Any]) -> dict[str, Any]:
         url = f"{self.base_url}/chat/completions"
         try:
             response = self._http.post(url, json=body)
-        except httpx.TimeoutException as exc:
+        except self._httpx.TimeoutException as exc:
             raise _Retryable(f"timed out: {type(exc).__name__}") from exc
-        except httpx.TransportError as exc:
+        except self._httpx.TransportError as exc:
             raise _Retryable(f"transport error: {type(exc).__name__}: {exc}") from exc
         if response.status_code in RETRY_STATUSES or response.status_code >= 500:
             raise _Retryable(f"HTTP {response.status_code}: {response.text[:200]}",
@@ -160,8 +173,10 @@ class ChatClient:
             body["max_tokens"] = self.max_tokens
         body.update(overrides)
         started = time.perf_counter()
-        retrying = Retrying(stop=stop_after_attempt(self.max_attempts), wait=self._wait, sleep=self._sleep,
-                            retry=retry_if_exception_type(_Retryable), reraise=True)
+        tenacity = self._tenacity
+        retrying = tenacity.Retrying(stop=tenacity.stop_after_attempt(self.max_attempts), wait=self._wait,
+                                     sleep=self._sleep, retry=tenacity.retry_if_exception_type(_Retryable),
+                                     reraise=True)
         try:
             data = retrying(self._attempt, body)
         except _Retryable as exc:

@@ -228,6 +228,10 @@ def _nvml_fields(props: object, device_index: int) -> dict[str, object]:
         import pynvml
 
         pynvml.nvmlInit()
+    except ImportError as exc:
+        logger.info("NVML unavailable (%s; it comes with pip install 'kernelgate[gpu]'): uuid, driver and clocks "
+                    "left empty", exc)
+        return {}
     except Exception as exc:
         logger.info("NVML unavailable (%s): uuid, driver and clocks left empty", exc)
         return {}

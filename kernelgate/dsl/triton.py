@@ -132,7 +132,7 @@ class TritonPlugin:
                 compiled = launch.compiled
                 compiled = compiled.result() if hasattr(compiled, "result") else compiled
                 target = f"{compiled.metadata.target.backend}:{compiled.metadata.target.arch}"
-                found.append(_describe(name, compiled, target, log.counts.get(name, 0), launch, gpu=True))
+                found.append(_describe(name, compiled, target, log.counts.get(name, 0), launch, gpu=True, notes=notes))
             except Exception as exc:
                 notes.append(f"no artifacts for Triton kernel {name}: {type(exc).__name__}: {str(exc)[:300]}")
         return found, notes
@@ -241,8 +241,8 @@ def _aot_main(request_path: str, answer_path: str) -> None:
             jit_fn = _find_jit_function(module, name)
             launch.kernel = jit_fn
             compiled = _compile_ahead(jit_fn, launch)
-            kernels.append(_describe(name, compiled, f"cuda:{AOT_TARGET[1]}", item["count"], launch, gpu=False)
-                           .model_dump(mode="json"))
+            kernels.append(_describe(name, compiled, f"cuda:{AOT_TARGET[1]}", item["count"], launch, gpu=False,
+                                     notes=notes).model_dump(mode="json"))
         except CompilationError as exc:
             compile_errors.append(f"kernel {name}, " + _trim_compile_error(str(exc), _def_line(jit_fn.fn)))
         except Exception as exc:
@@ -316,24 +316,109 @@ def _compile_ahead(jit_fn, launch: Launch):
     return triton.compile(ASTSource(jit_fn, signature, constexprs, attrs), target=target, options=options.__dict__)
 
 
-def _ptxas_resources(ptx: str, arch: int) -> tuple[int | None, int | None]:
-    """Registers per thread and spill bytes from the ptxas bundled with Triton."""
+_PTXAS_RELEASE_RE = re.compile(r"release (\d+)\.(\d+)")
+_PTX_VERSION_RE = re.compile(r"^\s*\.version\s+(\d+\.\d+)", re.MULTILINE)
+
+
+def _ptxas_release(path: str) -> tuple[int, int] | None:
+    """The CUDA release of a ptxas (``ptxas --version``: "release 12.8"), or None if it does not run."""
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = _PTXAS_RELEASE_RE.search(out)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def _tritons_ptxas(arch: int) -> str | None:
+    """The ptxas Triton itself assembles with for ``sm_<arch>`` (``TRITON_PTXAS_PATH`` or a bundled one)."""
+    try:
+        from triton.backends.nvidia.compiler import get_ptxas
+    except ImportError:
+        get_ptxas = None
+    if get_ptxas is not None:
+        for args in ((arch,), ()):  # Triton 3.5+ picks by arch (3.9: ptxas-blackwell from sm_90 on)
+            try:
+                return str(get_ptxas(*args).path)
+            except TypeError:
+                continue
+            except Exception:
+                break
+    try:
+        from triton import knobs
+
+        return str(knobs.nvidia.ptxas.path)
+    except Exception:
+        return None
+
+
+def _ptxas_candidates(arch: int) -> list[tuple[str, str, tuple[int, int]]]:
+    """Every ptxas that runs here, as (label, path, release), in the order to try them.
+
+    The one Triton itself uses for this arch first (so the counts are the ones the candidate gets
+    on a GPU), then the others newest first: the rest of Triton's bundled ones, ``ptxas`` on PATH,
+    ``/usr/local/cuda/bin/ptxas``. A later one is only asked when an earlier one cannot assemble
+    the PTX (a ptxas older than the PTX ``.version`` refuses it).
+    """
+    import shutil
+
     import triton
 
-    ptxas = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "ptxas"
-    if not ptxas.exists():
-        return None, None
+    bundled = Path(triton.__file__).parent / "backends" / "nvidia" / "bin"
+    first = [("Triton's ptxas", _tritons_ptxas(arch))]
+    others = [("Triton's bundled ptxas", str(bundled / "ptxas")),
+              ("Triton's bundled ptxas-blackwell", str(bundled / "ptxas-blackwell")),
+              ("ptxas on PATH", shutil.which("ptxas")), ("CUDA toolkit ptxas", "/usr/local/cuda/bin/ptxas")]
+    found: list[tuple[str, str, tuple[int, int]]] = []
+    seen: set[str] = set()
+    for group in (first, others):
+        runs = []
+        for label, path in group:
+            if not path or not os.path.isfile(path) or os.path.realpath(path) in seen:
+                continue
+            seen.add(os.path.realpath(path))
+            release = _ptxas_release(path)
+            if release is not None and all(release != r for _, _, r in found + runs):
+                runs.append((label, path, release))  # a second copy of one release would say the same
+        found += sorted(runs, key=lambda c: c[2], reverse=True)
+    return found
+
+
+def _ptxas_resources(ptx: str, arch: int) -> tuple[int | None, int | None, str | None]:
+    """Registers per thread and spill bytes from ptxas, and a note when no ptxas could read the PTX.
+
+    Tries the ptxas of ``_ptxas_candidates`` in turn until one assembles the PTX; the note says
+    which were tried and what each answered.
+    """
     import tempfile
 
+    candidates = _ptxas_candidates(arch)
+    version = _PTX_VERSION_RE.search(ptx)
+    about = f"PTX .version {version.group(1) if version else 'unknown'} for sm_{arch}a"
+    if not candidates:
+        return None, None, (f"registers and spills not read: no ptxas here ({about}): Triton's bundled ptxas "
+                            "is missing and there is none on PATH or in /usr/local/cuda/bin")
+    failures = []
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "k.ptx"
         src.write_text(ptx)
-        proc = subprocess.run([str(ptxas), "-v", f"--gpu-name=sm_{arch}a", str(src), "-o", str(Path(tmp) / "k.o")],
-                              capture_output=True, text=True, timeout=120)
-    text = proc.stdout + proc.stderr
-    regs = re.search(r"Used (\d+) registers", text)
-    spills = re.findall(r"(\d+) bytes spill (?:stores|loads)", text)
-    return (int(regs.group(1)) if regs else None), (sum(int(s) for s in spills) if spills else None)
+        for label, path, release in candidates:
+            try:
+                proc = subprocess.run([path, "-v", f"--gpu-name=sm_{arch}a", str(src), "-o", str(Path(tmp) / "k.o")],
+                                      capture_output=True, text=True, timeout=120)
+            except (OSError, subprocess.SubprocessError) as exc:
+                failures.append(f"{label} {release[0]}.{release[1]}: {type(exc).__name__}: {exc}")
+                continue
+            text = proc.stdout + proc.stderr
+            regs = re.search(r"Used (\d+) registers", text)
+            if proc.returncode == 0 and regs:
+                spills = re.findall(r"(\d+) bytes spill (?:stores|loads)", text)
+                return int(regs.group(1)), (sum(int(s) for s in spills) if spills else None), None
+            said = next((ln.strip() for ln in text.splitlines() if "fatal" in ln or "error" in ln.lower()),
+                        text.strip()[:200])
+            failures.append(f"{label} {release[0]}.{release[1]} (exit {proc.returncode}): "
+                            f"{said.replace(str(src), 'the PTX')[:300]}")
+    return None, None, f"registers and spills not read: no ptxas could assemble the {about}: " + "; ".join(failures)
 
 
 def _constexprs(launch: Launch) -> dict[str, Any]:
@@ -350,7 +435,8 @@ def _constexprs(launch: Launch) -> dict[str, Any]:
     return found
 
 
-def _describe(name: str, compiled, target: str, count: int, launch: Launch, *, gpu: bool) -> KernelArtifact:
+def _describe(name: str, compiled, target: str, count: int, launch: Launch, *, gpu: bool,
+              notes: list[str] | None = None) -> KernelArtifact:
     meta = compiled.metadata
     asm = {}
     for key in ("ttgir", "ptx"):
@@ -364,7 +450,9 @@ def _describe(name: str, compiled, target: str, count: int, launch: Launch, *, g
     if gpu and getattr(compiled, "n_regs", None) is not None:
         registers, spills = int(compiled.n_regs), int(compiled.n_spills)
     elif "ptx" in compiled.asm:
-        registers, spills = _ptxas_resources(compiled.asm["ptx"], int(target.split(":")[1]))
+        registers, spills, why = _ptxas_resources(compiled.asm["ptx"], int(target.split(":")[1]))
+        if why is not None and notes is not None:
+            notes.append(f"Triton kernel {name}: {why}")
     constexprs = _constexprs(launch)
     return KernelArtifact(
         name=name,
