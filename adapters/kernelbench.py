@@ -42,6 +42,11 @@ __all__ = [
     "KernelExecResult",
     "result_from_verdict",
     "eval_kernel_against_ref",
+    "TensorSpec",
+    "ProblemFootprint",
+    "problem_footprint",
+    "check_footprint",
+    "shrink_shape",
 ]
 
 _REQUIRED = ("Model", "get_inputs", "get_init_inputs")
@@ -334,3 +339,196 @@ def eval_kernel_against_ref(
         logging.getLogger(__name__).info("%s", verdict.summary)
     return result_from_verdict(verdict, measure_performance=measure_performance,
                                excessive_speedup_threshold=excessive_speedup_threshold if check_for_excessive_speedup else None)
+
+
+# --- a problem's footprint, without allocating it ---------------------------------------------
+
+
+class TensorSpec(_Model):
+    """One tensor's shape, dtype and size, read from a meta tensor (nothing allocated)."""
+
+    shape: list[int]
+    dtype: str
+    bytes: int
+
+
+class ProblemFootprint(_Model):
+    """What one call of a KernelBench problem holds, measured on the ``meta`` device.
+
+    ``get_inputs()``, ``Model(*get_init_inputs())`` and ``forward`` run under
+    ``torch.device("meta")``: shapes and dtypes are real, no memory is taken, so a file whose
+    inputs would not fit (KernelBench L1-19 ReLU, a 4096 x 393216 fp32 input, 6.4 GB) can be
+    sized on any machine. ``shape`` holds the file's integer globals after ``overrides`` (the
+    knobs ``--shape NAME=INT`` sets).
+    """
+
+    path: str
+    shape: dict[str, int]
+    """The file's integer globals, overrides applied."""
+    overrides: dict[str, int] = Field(default_factory=dict)
+    inputs: list[TensorSpec] = Field(default_factory=list)
+    """The tensors ``get_inputs()`` returns (non-tensor inputs take no memory and are left out)."""
+    input_bytes: int = 0
+    parameter_bytes: int | None = None
+    """Parameters and buffers of ``Model``; None when the model could not be built on ``meta``."""
+    output_bytes: int | None = None
+    outputs: list[TensorSpec] = Field(default_factory=list)
+    error: str | None = None
+    """Why the model or its forward could not run on ``meta`` (inputs are still sized)."""
+
+    @property
+    def total_bytes(self) -> int:
+        """Inputs + parameters + output: one call's data (the parts that could be sized)."""
+        return self.input_bytes + (self.parameter_bytes or 0) + (self.output_bytes or 0)
+
+    def describe(self) -> str:
+        """One line: the inputs, in shapes and bytes."""
+        parts = [f"{t.dtype.removeprefix('torch.')}[{', '.join(map(str, t.shape))}]" for t in self.inputs]
+        return (f"inputs {_gb(self.input_bytes)} ({', '.join(parts) or 'no tensors'}), "
+                f"parameters {_gb(self.parameter_bytes)}, output {_gb(self.output_bytes)}")
+
+    def too_large_message(self, limit_bytes: int, suggestion: dict[str, int] | None = None) -> str:
+        """Why this problem cannot be screened here, naming ``--shape`` and the file's integer globals."""
+        knobs = " ".join(f"{k}={v}" for k, v in self.shape.items()) or "none"
+        text = (f"problem file {self.path} needs about {_gb(self.total_bytes)} for one call ({self.describe()}), "
+                f"more than the {_gb(limit_bytes)} allowed here. Screen a smaller shape with --shape NAME=INT; "
+                f"its integer globals are: {knobs}")
+        if suggestion:
+            text += ". For example: " + " ".join(f"--shape {k}={v}" for k, v in suggestion.items())
+        return text
+
+
+def _gb(nbytes: int | None) -> str:
+    if nbytes is None:
+        return "unknown"
+    if nbytes >= 1e9:
+        return f"{nbytes / 1e9:.2f} GB"
+    return f"{nbytes / 1e6:.2f} MB"
+
+
+def _tensor_specs(value: Any) -> list[TensorSpec]:
+    """Every tensor in a value (nested lists, tuples and dicts included)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [TensorSpec(shape=list(value.shape), dtype=str(value.dtype).removeprefix("torch."),
+                           bytes=value.numel() * value.element_size())]
+    if isinstance(value, (list, tuple)):
+        return [spec for item in value for spec in _tensor_specs(item)]
+    if isinstance(value, dict):
+        return [spec for item in value.values() for spec in _tensor_specs(item)]
+    return []
+
+
+def _not_on_meta(value: Any) -> list[str]:
+    """Tensors that were made off the meta device (a file that names a device): they took memory."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [] if value.is_meta else [f"{str(value.dtype).removeprefix('torch.')}{list(value.shape)} on {value.device}"]
+    if isinstance(value, (list, tuple)):
+        return [s for item in value for s in _not_on_meta(item)]
+    return []
+
+
+def problem_footprint(path: str | Path, overrides: dict[str, int] | None = None, *,
+                      model: bool = True) -> ProblemFootprint:
+    """Size a KernelBench problem file's inputs (and parameters and output) without allocating them.
+
+    ``overrides`` sets integer globals first (as ``--shape`` does); ``model=False`` sizes the
+    inputs only. Raises ``ProblemError`` when the file does not import, an override names no
+    integer global, or ``get_inputs()`` fails on ``meta``; a model or forward that cannot run on
+    ``meta`` is reported in ``error`` with the inputs still sized.
+    """
+    import torch
+
+    module = load_problem_module(path, overrides)
+    result = ProblemFootprint(path=str(path), shape=shape_globals(module), overrides=dict(overrides or {}))
+    try:
+        with torch.device("meta"):
+            inputs = list(module.get_inputs())
+    except Exception as exc:
+        raise ProblemError(f"problem file {path}: get_inputs() failed on the meta device: "
+                           f"{type(exc).__name__}: {exc}") from exc
+    result.inputs = _tensor_specs(inputs)
+    result.input_bytes = sum(t.bytes for t in result.inputs)
+    stray = _not_on_meta(inputs)
+    if stray:
+        result.error = "get_inputs() made tensors off the meta device: " + ", ".join(stray)
+    if not model:
+        return result
+    stage = "get_init_inputs()"
+    try:
+        with torch.device("meta"), torch.no_grad():
+            init_inputs = list(module.get_init_inputs())
+            stage = "Model(*get_init_inputs())"
+            reference = module.Model(*init_inputs)
+            result.parameter_bytes = sum(t.numel() * t.element_size()
+                                         for t in list(reference.parameters()) + list(reference.buffers()))
+            stage = "forward"
+            output = reference(*inputs)
+        result.outputs = _tensor_specs(output)
+        result.output_bytes = sum(t.bytes for t in result.outputs)
+    except Exception as exc:  # noqa: BLE001 -- reported in ``error``; the inputs are still sized
+        failed = f"{stage} failed on the meta device: {type(exc).__name__}: {str(exc)[:300]}"
+        result.error = f"{result.error}; {failed}" if result.error else failed
+    return result
+
+
+def check_footprint(path: str | Path, overrides: dict[str, int] | None, limit_bytes: int, *,
+                    factor: float = 1.0, suggest: bool = True) -> ProblemFootprint:
+    """The footprint, or ``ProblemError`` when ``factor`` times it exceeds ``limit_bytes``.
+
+    ``factor`` is how many copies of one call's data the caller will hold (reference in fp64,
+    several input sets...). The error names ``--shape`` and the file's integer globals and, with
+    ``suggest``, a shape that fits (``shrink_shape``).
+    """
+    footprint = problem_footprint(path, overrides)
+    if footprint.total_bytes * factor <= limit_bytes:
+        return footprint
+    suggestion = None
+    if suggest:
+        try:
+            fitted, fitted_fp = shrink_shape(path, int(limit_bytes / factor), overrides)
+            suggestion = fitted if fitted_fp.total_bytes * factor <= limit_bytes else None
+        except ProblemError:
+            suggestion = None
+    raise ProblemError(footprint.too_large_message(int(limit_bytes / factor), suggestion))
+
+
+def shrink_shape(path: str | Path, limit_bytes: int, overrides: dict[str, int] | None = None, *,
+                 max_steps: int = 64) -> tuple[dict[str, int], ProblemFootprint]:
+    """Integer-global overrides under which one call's data fits in ``limit_bytes``.
+
+    Greedy: each step halves one integer global (above 1), among those whose halving lowers the
+    footprint nearly the most (within 95% of the best saving) the largest, while ``Model`` and
+    ``forward`` still run on ``meta``. Returns the overrides and their
+    footprint; it may still be over the limit when no halving helps any more (the caller checks
+    ``total_bytes``).
+    """
+    current = dict(overrides or {})
+    footprint = problem_footprint(path, current)
+    if footprint.error is not None:
+        raise ProblemError(f"cannot shrink {path}: {footprint.error}")
+    for _ in range(max_steps):
+        if footprint.total_bytes <= limit_bytes:
+            break
+        trials: list[tuple[int, dict[str, int], ProblemFootprint]] = []
+        for name, value in footprint.shape.items():
+            if value <= 1:
+                continue
+            trial = {**current, name: value // 2}
+            try:
+                trial_fp = problem_footprint(path, trial)
+            except ProblemError:
+                continue
+            if trial_fp.error is None and trial_fp.total_bytes < footprint.total_bytes:
+                trials.append((value, trial, trial_fp))
+        if not trials:
+            break
+        # among the halvings that save nearly the most (95%), the largest knob: batch and spatial
+        # sizes shrink in turn instead of one of them down to 1
+        saved = max(footprint.total_bytes - t[2].total_bytes for t in trials)
+        _, current, footprint = max((t for t in trials if footprint.total_bytes - t[2].total_bytes >= 0.95 * saved),
+                                    key=lambda t: t[0])
+    return current, footprint
