@@ -4,7 +4,12 @@ Device command (H200, repository root as the working directory; both corpora, ab
 
     python3 benchmarks/truth.py --corpus benchmarks/corpus_existing.json \\
         examples/corpus_oos/manifest.json --out "$OUT/truth_h200.json" --workers 6 \\
-        --deadline-s 330 --entry-timeout-s 240 2>&1 | tail -n 80
+        --deadline-s 330 --entry-timeout-s 240 > "$OUT/truth_log.txt" 2>&1; rc=$?; \\
+        tail -n 100 "$OUT/truth_log.txt"; exit $rc
+
+(60 entries: the 34 of the study and the 26 of examples/corpus_oos/. The JSON is rewritten after
+each entry, so a run cut short keeps what finished; entries not started by the deadline are
+recorded as ``not_run``; rerun those with ``--only NAME ...``.)
 
 CPU (no GPU): correctness only, in Triton's interpreter, at each entry's small ``cpu_shape``:
 
@@ -42,12 +47,14 @@ LABEL RULE (fixed on 2026-12-04, before any result of this harness was seen)
   (``--check-only`` on a DSL that needs a GPU), ``not_run`` (the deadline passed first).
 
 Timing details: the repetition time given to do_bench is clamp(50 x a 3-call estimate, 300 ms,
-3000 ms), so a fast kernel gets thousands of samples and a 100 ms one about 30; warm-up 25 ms.
-Entries run in parallel processes (``--workers``), but all GPU work of one entry (compile-
-triggering first call, correctness, library warm-up) holds a shared lock and its timing holds the
-exclusive lock, so nothing else runs on the GPU while an entry is timed (a turnstile lock gives a
-waiting timer priority over new shared holders). Importing a candidate (where CUDA sources compile
-through load_inline) happens outside the locks.
+2000 ms), so a fast kernel gets thousands of samples and a 100 ms one about 20; warm-up 25 ms.
+Entries run in parallel processes (``--workers``), but all GPU work of one entry (the first call,
+which compiles TileLang and Triton kernels, the correctness checks, the library's first call)
+holds a shared lock and its timing holds the exclusive lock, so nothing else runs on the GPU while
+an entry is timed. Importing a candidate (where CUDA sources compile through load_inline) happens
+outside the locks. The lock prefers shared holders (plain flock): a timer waits until no other
+entry is compiling or checking; at most ``--workers`` entries exist at once, so waiting timers
+throttle new ones and the timers get their turn.
 
 The JSON holds, per entry: the label, the per-distribution errors, the timing samples (raw when
 at most 1000, else the 101 percentiles 0..100), quantiles, n, the library's own check, the
@@ -92,7 +99,7 @@ OFFSET = {"float32": (100.0, 1.0), "float16": (1.0, 0.01), "bfloat16": (1.0, 0.0
 """(c, s) of the offset distribution per problem dtype: c / s = 100 in each."""
 SEEDS = {"normal": 1, "uniform": 2, "offset": 3}
 PARAM_SEED = 7
-MIN_REPS, MIN_REP_MS, MAX_REP_MS, WARMUP_MS = 50, 300.0, 3000.0, 25
+MIN_REPS, MIN_REP_MS, MAX_REP_MS, WARMUP_MS = 50, 300.0, 2000.0, 25
 RAW_SAMPLES_MAX = 1000
 LABELS = ("efficient", "inefficient", "incorrect", "unstable", "error", "skipped", "not_run")
 
@@ -290,25 +297,26 @@ def summarize_samples(samples: list[float]) -> dict:
 # --------------------------------------------------------------------------------------------
 
 class GpuLocks:
-    """Shared lock for GPU work that need not be isolated, exclusive lock for timing; a turnstile
-    gives a waiting timer priority over new shared holders (flock alone lets readers starve it)."""
+    """Shared lock for GPU work that need not be isolated, exclusive lock for timing (flock on one
+    file in the folder the parent made; no folder: no locking, as in --check-only)."""
 
     def __init__(self, folder: str | None):
         self.folder = folder
+        self.waits_s: list[float] = []
 
     @contextmanager
     def hold(self, exclusive: bool):
         if not self.folder:
             yield
             return
-        with open(os.path.join(self.folder, "turnstile"), "a+") as turn, open(os.path.join(self.folder, "rw"), "a+") as rw:
-            fcntl.flock(turn, fcntl.LOCK_EX)
-            fcntl.flock(rw, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-            fcntl.flock(turn, fcntl.LOCK_UN)
+        with open(os.path.join(self.folder, "gpu.lock"), "a+") as f:
+            t = time.perf_counter()
+            fcntl.flock(f, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+            self.waits_s.append(round(time.perf_counter() - t, 3))
             try:
                 yield
             finally:
-                fcntl.flock(rw, fcntl.LOCK_UN)
+                fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _draw(torch, shape, dtype, dist: str, gen, device):
@@ -491,6 +499,8 @@ def run_entry(entry: dict, check_only: bool, lock_dir: str | None) -> dict:
         result.update(label="error", phase=phase, error=f"{type(exc).__name__}: {exc}"[:2000],
                       traceback=traceback.format_exc()[-4000:])
         return result
+    finally:
+        result["lock_waits_s"] = locks.waits_s
 
 
 # --------------------------------------------------------------------------------------------
@@ -644,6 +654,8 @@ def main(argv: list[str] | None = None) -> int:
         env = dict(os.environ)
         if args.check_only:
             env["TRITON_INTERPRET"] = "1"
+        else:
+            env.pop("TRITON_INTERPRET", None)  # compiled kernels on the GPU, never the interpreter
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
             res_path = f.name
         cmd = [sys.executable, str(Path(__file__).resolve()), "_entry", json.dumps(e), res_path,

@@ -228,7 +228,8 @@ def test_corpus_files_load_and_the_oos_corpus_is_balanced(truth):
 
 def test_device_command_in_docstring_is_short_and_names_both_corpora():
     doc = TRUTH.read_text().split('"""')[1]
-    block = doc.split("Device command")[1].split("CPU (no GPU)")[0]
-    cmd = " ".join(line.strip().rstrip("\\") for line in block.splitlines()[2:] if line.strip())
+    block = doc.split("Device command")[1].split("\n\n")[1]  # the indented command after the heading
+    assert all(line.startswith("    ") for line in block.splitlines())
+    cmd = " ".join(line.strip().rstrip("\\") for line in block.splitlines())
     assert len(cmd) < 2000
     assert "benchmarks/corpus_existing.json" in cmd and "examples/corpus_oos/manifest.json" in cmd and "$OUT" in cmd
