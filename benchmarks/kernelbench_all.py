@@ -479,6 +479,13 @@ def run_header(argv: list[str]) -> dict[str, Any]:
     head = header(SCRIPT, argv)
     head.update(_git_commit())
     head["source_sha256"] = _source_digest()
+    try:
+        import torch
+
+        if torch.cuda.is_available():  # beside NVML's in ``device``: this one needs no NVML
+            head["device_uuid_torch"] = str(torch.cuda.get_device_properties(0).uuid)
+    except Exception as exc:  # noqa: BLE001 -- the header says why instead of failing the run
+        head["device_uuid_torch"] = f"unavailable: {type(exc).__name__}: {exc}"[:200]
     return head
 
 
