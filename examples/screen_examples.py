@@ -44,8 +44,10 @@ class Case:
 
 
 CASES = [
-    Case("layernorm_good", "triton/layernorm_good.py", "problems/layernorm.py", "accept", {"BATCH": 64, "HIDDEN": 1024}),
-    Case("layernorm_bad", "triton/layernorm_bad.py", "problems/layernorm.py", "not accept", {"BATCH": 8, "HIDDEN": 512}),
+    Case("layernorm_good", "triton/layernorm_good.py", "problems/layernorm.py", "accept",
+         {"BATCH": 64, "HIDDEN": 1024}),
+    Case("layernorm_bad", "triton/layernorm_bad.py", "problems/layernorm.py", "not accept",
+         {"BATCH": 8, "HIDDEN": 512}),
     Case("layernorm_split_kb", "triton/layernorm_split.py", "problems/layernorm_kb.py", "accept",
          {"BATCH_SIZE": 2, "FEATURES": 4, "DIM1": 32, "DIM2": 32}),
     Case("layernorm_good_kb", "triton/layernorm_good.py", "problems/layernorm_kb.py", "not accept",
@@ -60,7 +62,8 @@ CASES = [
     Case("tilelang_rowsum_good", "tilelang/rowsum_good.py", "problems/rowsum.py", "accept", {"ROWS": 32, "COLS": 2048}),
     Case("tilelang_rowsum_good_bf16", "tilelang/rowsum_good.py", "problems/rowsum_bf16.py", "accept",
          {"ROWS": 32, "COLS": 2048}),
-    Case("tilelang_rowsum_bad", "tilelang/rowsum_bad.py", "problems/rowsum.py", "not accept", {"ROWS": 256, "COLS": 512}),
+    Case("tilelang_rowsum_bad", "tilelang/rowsum_bad.py", "problems/rowsum.py", "not accept",
+         {"ROWS": 256, "COLS": 512}),
     Case("tilelang_rmsnorm_good", "tilelang/rmsnorm_good.py", "problems/rmsnorm.py", "accept",
          {"BATCH": 64, "HIDDEN": 1024}),
     Case("tilelang_layernorm_good", "tilelang/layernorm_good.py", "problems/layernorm.py", "accept",
@@ -76,7 +79,8 @@ CASES = [
          {"M": 64, "N": 64, "K": 64}),
     # CUDA through load_inline
     Case("cuda_rowsum_good", "cuda/rowsum_good.py", "problems/rowsum.py", "accept", {"ROWS": 32, "COLS": 2048}),
-    Case("cuda_rowsum_good_bf16", "cuda/rowsum_good.py", "problems/rowsum_bf16.py", "accept", {"ROWS": 32, "COLS": 2048}),
+    Case("cuda_rowsum_good_bf16", "cuda/rowsum_good.py", "problems/rowsum_bf16.py", "accept",
+         {"ROWS": 32, "COLS": 2048}),
     Case("cuda_rowsum_bad", "cuda/rowsum_bad.py", "problems/rowsum.py", "not accept", {"ROWS": 8, "COLS": 512}),
     Case("cuda_rmsnorm_good", "cuda/rmsnorm_good.py", "problems/rmsnorm.py", "accept", {"BATCH": 64, "HIDDEN": 1024}),
     Case("cuda_matmul_good", "cuda/matmul_good.py", "problems/matmul.py", "either", {"M": 256, "N": 256, "K": 128}),
@@ -105,7 +109,8 @@ def run_case(case: Case, gpu: bool) -> dict:
         "t_candidate_ms": m.t_candidate_ms if m else None, "t_library_ms": m.t_library_ms if m else None,
         "t_floor_ms": m.t_floor_ms if m else None, "bound": m.bound if m else None,
         "peaks_source": m.peaks.source if m else None,
-        "findings": [f.code for f in verdict.findings], "feedback": verdict.feedback,
+        "findings": [f.code for f in verdict.findings],
+        "findings_by_kernel": _findings_by_kernel(verdict.findings), "feedback": verdict.feedback,
         "candidate_samples_ms": verdict.timing.candidate.samples_ms if verdict.timing else None,
         "library_samples_ms": verdict.timing.library.samples_ms if verdict.timing else None,
         "kernels": [{"name": k.name, "registers": k.registers, "spill_bytes": k.spill_bytes, "grid": k.grid,
@@ -134,15 +139,19 @@ def main() -> int:
         print(f"GPU: {device.name} ({device.sm_count} SMs); timing every case against the library.\n")
     cases = [c for c in CASES if not args.only or any(w in c.name for w in args.only)]
     rows = []
+    total = len(cases) * args.repeat
+    width = len(str(total))
     for case in cases:
         for rep in range(args.repeat):
             row = run_case(case, gpu)
             row["repeat"] = rep
             rows.append(row)
-            print(f"{case.name:<20} {row['status']:<10} {row['reason'] or '':<18} "
+            print(f"[{len(rows):>{width}}/{total}] {case.name:<26} {row['status']:<10} {row['reason'] or '':<18} "
                   + (f"LRE {row['lre']:.3f} U {row['u_candidate']:.3f} (lib U {row['u_library']:.3f}) "
                      if row["lre"] is not None else "")
-                  + f"[{', '.join(row['findings'])}] {row['wall_seconds']:.1f}s", flush=True)
+                  + f"{row['wall_seconds']:.1f}s", flush=True)
+            for kernel, codes in row["findings_by_kernel"].items():
+                print(f"{'':{2 * width + 4}}{case.name}: {kernel}: {', '.join(codes)}", flush=True)
     summary = _summary(rows, gpu)
     if args.out:
         import torch
@@ -158,11 +167,30 @@ def main() -> int:
             "summary": summary, "results": rows}, indent=2))
         print(f"\nwrote {args.out}")
     print("\n" + json.dumps(summary, indent=2))
+    print(f"\n{len(rows)} screened: " + ", ".join(f"{n} {status}" for status, n in summary["statuses"].items()))
     return 0 if all(r["as_expected"] is not False for r in rows) else 1
+
+
+WHOLE_CANDIDATE = "(whole candidate)"
+"""How a finding that names no kernel is listed."""
+
+
+def _findings_by_kernel(findings) -> dict[str, list[str]]:
+    """Finding codes grouped under the kernel each concerns (a code once per kernel), in order."""
+    grouped: dict[str, list[str]] = {}
+    for f in findings:
+        codes = grouped.setdefault(f.kernel or WHOLE_CANDIDATE, [])
+        if f.code not in codes:
+            codes.append(f.code)
+    return grouped
 
 
 def _summary(rows: list[dict], gpu: bool) -> dict:
     out: dict = {"cases": len({r["case"] for r in rows}), "screens": len(rows)}
+    statuses: dict[str, int] = {}
+    for r in rows:
+        statuses[r["status"]] = statuses.get(r["status"], 0) + 1
+    out["statuses"] = dict(sorted(statuses.items(), key=lambda item: (-item[1], item[0])))
     screen_s = [r["wall_seconds"] - r["compile_seconds"] for r in rows]
     out["seconds_per_screen_excluding_compile_median"] = round(statistics.median(screen_s), 3) if rows else None
     out["seconds_per_screen_median"] = round(statistics.median(r["wall_seconds"] for r in rows), 3) if rows else None

@@ -192,7 +192,7 @@ def _cmd_ops(args) -> int:
                       ",".join(str(i) for i in r["kernelbench_level1"]) or "-", tol or "default"))
     widths = [max(len(row[i]) for row in table) for i in range(len(table[0]) - 1)]
     for row in table:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1])
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1])
     default = ", ".join(f"{_short_dtype(d)} {TOLERANCES[t].atol:g}/{TOLERANCES[t].rtol:g}" for d, t in DTYPES.items())
     print(f"\n{len(rows)} ops. Override a shape with --shape NAME=INT and the dtype with --dtype (default fp32). "
           f"Tolerance atol/rtol (atol scales the output's rms); the default by dtype: {default}.")
@@ -256,7 +256,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print only the verdict as JSON")
     s.set_defaults(func=_cmd_screen)
     b = sub.add_parser("batch", help="screen a folder of KernelBench generations into the verdict log")
-    b.add_argument("--kernelbench", required=True, metavar="CHECKOUT", help="a KernelBench checkout (or its KernelBench/ folder)")
+    b.add_argument("--kernelbench", required=True, metavar="CHECKOUT",
+                   help="a KernelBench checkout (or its KernelBench/ folder)")
     b.add_argument("--level", type=int, required=True, help="the KernelBench level of the generations")
     b.add_argument("--runs", required=True, metavar="DIR",
                    help="a folder of level_<l>_problem_<id>_sample_<s>_kernel.py files (KernelBench's runs/<name>)")

@@ -84,13 +84,14 @@ exit {code}
     return str(path)
 
 
+REFUSAL = "ptxas fatal   : Unsupported .version 9.4; current version is '8.7'"
 PTX = "//\n.version 9.4\n.target sm_90a\n.address_size 64\n"
 
 
 def test_ptxas_falls_back_to_one_that_reads_the_ptx(monkeypatch, tmp_path):
     from kernelgate.dsl import triton as kt
 
-    old = _fake_ptxas(tmp_path, "old", "12.8", "ptxas fatal   : Unsupported .version 9.4; current version is '8.7'", 255)
+    old = _fake_ptxas(tmp_path, "old", "12.8", REFUSAL, 255)
     new = _fake_ptxas(tmp_path, "new", "13.4", "ptxas info    : Used 40 registers, 8 bytes spill stores, "
                       "4 bytes spill loads", 0)
     monkeypatch.setattr(kt, "_ptxas_candidates", lambda arch: [("old one", old, (12, 8)), ("new one", new, (13, 4))])
@@ -101,7 +102,7 @@ def test_no_ptxas_reads_the_ptx_and_the_verdict_notes_why(monkeypatch, tmp_path)
     from kernelgate.dsl import Launch
     from kernelgate.dsl import triton as kt
 
-    old = _fake_ptxas(tmp_path, "old", "12.8", "ptxas fatal   : Unsupported .version 9.4; current version is '8.7'", 255)
+    old = _fake_ptxas(tmp_path, "old", "12.8", REFUSAL, 255)
     monkeypatch.setattr(kt, "_ptxas_candidates", lambda arch: [("old one", old, (12, 8))])
     compiled = SimpleNamespace(metadata=SimpleNamespace(num_warps=4, num_stages=3, shared=0), asm={"ptx": PTX})
     notes: list[str] = []
