@@ -25,6 +25,7 @@ _REJECT_ADVICE = {
     Reason.no_kernel_launched: "Implement the computation in a kernel of the requested DSL; do not call the "
                                "library op or plain torch instead.",
     Reason.unsynchronized_work: "Run all work on the current stream; do not use side streams or threads.",
+    Reason.timing_interference: "Leave the GPU idle once your call returns; do all work inside the call.",
     Reason.exceeds_roofline: "The reported time is physically impossible; compute the full result on every call.",
     Reason.out_of_memory: "The code ran out of memory; allocate only the output and small scratch buffers.",
     Reason.tampering: "Do not patch torch, timers, the evaluation or process-wide settings; only compute the result.",

@@ -643,26 +643,32 @@ dtype device shape is_leaf grad_fn requires_grad layout names is_sparse T mT H m
 class OpRecorder:
     """Records the torch calls made while it is active, with the largest tensor operand of each."""
 
+    _mode_class = None
+
     def __init__(self) -> None:
-        from torch.overrides import TorchFunctionMode
+        if OpRecorder._mode_class is None:  # one class for every recorder: defining it costs more than a call
+            from torch.overrides import TorchFunctionMode
 
-        recorder = self
+            class _Mode(TorchFunctionMode):
+                def __init__(self, recorder) -> None:
+                    super().__init__()
+                    self.recorder = recorder
 
-        class _Mode(TorchFunctionMode):
-            def __torch_function__(self, func, types, args=(), kwargs=None):
-                kwargs = kwargs or {}
-                name = getattr(func, "__name__", str(func))
-                if name not in NON_COMPUTE_OPS:
-                    recorder.calls.append((name, _largest(args, kwargs)))
-                result = func(*args, **kwargs)
-                if name in COPY_OPS:
-                    recorder._note_copy(name, args, result)
-                return result
+                def __torch_function__(self, func, types, args=(), kwargs=None):
+                    kwargs = kwargs or {}
+                    name = getattr(func, "__name__", str(func))
+                    if name not in NON_COMPUTE_OPS:
+                        self.recorder.calls.append((name, _largest(args, kwargs)))
+                    result = func(*args, **kwargs)
+                    if name in COPY_OPS:
+                        self.recorder._note_copy(name, args, result)
+                    return result
 
+            OpRecorder._mode_class = _Mode
         self.calls: list[tuple[str, int]] = []
         self.copies: list[tuple[str, int]] = []
         """Calls that copied data (a new buffer, or ``copy_``), with the elements copied."""
-        self._mode = _Mode()
+        self._mode = OpRecorder._mode_class(self)
 
     def _note_copy(self, name: str, args, result) -> None:
         import torch
@@ -753,13 +759,24 @@ class compiler_section:
     calls into the real compiler, never around candidate code.
     """
 
+    on_change = None
+    """Called with the number of sections open whenever it changes (the candidate's process tells
+    the judge that a compiler runs, so a long compile meets the load deadline, not the run one)."""
+    _depth = 0
+
     def __enter__(self):
         guard = Guard._current
         self._guard, self._was = guard, (getattr(guard._busy, "on", False) if guard is not None else False)
         if guard is not None:
             guard._busy.on = True
+        compiler_section._depth += 1
+        if compiler_section.on_change is not None:
+            compiler_section.on_change(compiler_section._depth)
         return self
 
     def __exit__(self, *exc) -> None:
+        compiler_section._depth -= 1
+        if compiler_section.on_change is not None:
+            compiler_section.on_change(compiler_section._depth)
         if self._guard is not None:
             self._guard._busy.on = self._was

@@ -30,7 +30,7 @@ __all__ = [
     "TimingReport",
     "Environment",
     "Failure",
-    "Measurement",
+    "Measurement", "MemoryReport",
     "Finding",
     "Metrics",
     "Verdict",
@@ -115,6 +115,9 @@ class Reason(str, Enum):
     """Correct only at the tested shape: wrong at a neighbouring shape, with a literal shape branch in the source."""
     recheck_mismatch = "recheck_mismatch"
     """Outputs rechecked after timing (or after many calls) are wrong: behaviour changed once timed."""
+    timing_interference = "timing_interference"
+    """The library was slower while the candidate's process lived than after it was gone: the
+    candidate kept the GPU busy outside its own timed calls."""
 
 
 class Candidate(Model):
@@ -281,7 +284,8 @@ class TimeStats(Model):
 
 
 class TimingReport(Model):
-    """Candidate and library timed in the same process, interleaved, on the same inputs."""
+    """Candidate and library timed interleaved, on the same inputs: the library in the judge's
+    process, the candidate in its own (its CUDA events), with the judge's clock around each call."""
 
     candidate: TimeStats
     library: TimeStats
@@ -292,7 +296,9 @@ class TimingReport(Model):
     rounds: int = Field(ge=1)
     """Timing rounds (a second one is taken before believing an impossible result)."""
     launch_overhead_ms: float = Field(ge=0)
-    """Median wall-clock cost of an empty launch + sync on this device (subtracted before comparing)."""
+    """The harness's own share of the candidate's wall time, subtracted before the wall is compared
+    with its events: an empty launch + sync here, the candidate process's round trip (at most
+    ``NOOP_CAP_MS``: a timed request without forward, output copy included)."""
     launch_window_ms: float = Field(default=0.0, ge=0)
     """GPU idle time after each L2 flush, before the start event, for the host to enqueue the call."""
     stopped: Literal["converged", "max_reps", "max_seconds"] | None = None
@@ -300,6 +306,12 @@ class TimingReport(Model):
     asked precision, ``kernelgate.timing.enough_samples``), ``max_reps`` (the cap on repetitions) or
     ``max_seconds`` (the time budget). None in reports made before this was recorded. The
     repetitions taken are ``TimeStats.reps``."""
+    runner_median_ms: float | None = None
+    """The candidate process's own account of its host time per timed request, less the window
+    (diagnosis: the judge's wall less this is the pipe and the signals)."""
+    library_alone_median_ms: float | None = None
+    """The library timed again after the candidate's process was killed: a library much slower
+    beside the candidate than alone means the candidate kept the GPU busy (``timing_interference``)."""
 
 
 class Environment(Model):
@@ -349,6 +361,18 @@ class NcuReport(Model):
         return sum(k.dram_bytes_read + k.dram_bytes_written for k in self.kernels)
 
 
+class MemoryReport(Model):
+    """GPU memory of one screen, per process (``torch.cuda.max_memory_allocated``), against the problem's footprint."""
+
+    footprint_bytes: int = Field(ge=0)
+    """Inputs + output + parameters of the problem: one call's data."""
+    judge_peak_bytes: int = Field(ge=0)
+    """The judge's own peak: reference, expected outputs, input sets, pristine copies, checks."""
+    candidate_peak_bytes: int | None = None
+    """The candidate's process, as it reports it (its own allocations and its opened inputs)."""
+    judge_peak_by_phase: dict[str, int] = Field(default_factory=dict)
+
+
 class Measurement(Model):
     """Everything the worker observed: plain data, validated by the parent."""
 
@@ -362,6 +386,7 @@ class Measurement(Model):
     """Things the verdict must say (state not copied, numerics skipped, artifacts unavailable, ...)."""
     stage_seconds: dict[str, float] = Field(default_factory=dict)
     """Wall-clock seconds per worker stage (load, numerics, artifacts, timing)."""
+    memory: MemoryReport | None = None
     integrity: list[Finding] = Field(default_factory=list)
     """Static integrity evidence that did not reject on its own (``kernelgate.integrity``)."""
     runtime_findings: list[Finding] = Field(default_factory=list)
@@ -437,6 +462,8 @@ class Verdict(Model):
     kernels: list[KernelArtifact] = Field(default_factory=list)
     timing: TimingReport | None = None
     ncu: NcuReport | None = None
+    memory: MemoryReport | None = None
+    """GPU memory the judge and the candidate's process took, against the problem's footprint."""
     """Nsight Compute's per-kernel counters, when the optional pass ran (``ScreenOptions.ncu``)."""
     cost: Cost | None = None
     environment: Environment | None = None

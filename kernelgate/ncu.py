@@ -125,29 +125,29 @@ def _run_profiled(request: Path) -> None:
     import torch
 
     from kernelgate import integrity
-    from kernelgate._child import start_cuda
     from kernelgate.dsl import get_plugin
-    from kernelgate.evaluate import _allowed_write_dirs, _inputs, _load_candidate, _use_compile_cache
     from kernelgate.problems import build_problem
     from kernelgate.worker import Job
+    from kernelgate.worker.candidate import allowed_write_dirs, load_candidate, use_compile_cache
+    from kernelgate.worker.judge import start_cuda
 
     job = Job.model_validate_json(request.read_text())
     workdir = request.parent
     plugin = get_plugin(job.candidate.dsl)
     plugin.prepare(interpret=False)
-    _use_compile_cache(job.options, workdir)
+    use_compile_cache(job.options.compile_cache, job.options.compile_cache_dir, workdir)
     problem = build_problem(job.problem, torch.device("cuda"), int.from_bytes(os.urandom(4), "little"))
     start_cuda()  # before the guard, as in a worker (else TileLang's import brings CUDA up under it)
     gen = torch.Generator(device="cuda")
     gen.manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
-    guard = integrity.Guard(workdir, workdir / "candidate.py", _allowed_write_dirs(job.options))
+    guard = integrity.Guard(workdir, workdir / "candidate.py", allowed_write_dirs(job.options.compile_cache, job.options.compile_cache_dir))
     guard.arm()
-    _, entry = _load_candidate(plugin, job.candidate.source, job.candidate.entry, workdir)
+    _, entry = load_candidate(plugin, job.candidate.source, job.candidate.entry, workdir)
     candidate, _, _ = problem.build_candidate(entry)
     with torch.no_grad():
-        candidate(*_inputs(problem, "normal", gen))  # compiles, autotunes, warms up: not profiled
+        candidate(*problem.make_inputs("normal", gen))  # compiles, autotunes, warms up: not profiled
         torch.cuda.synchronize()
-        inputs = _inputs(problem, "normal", gen)
+        inputs = problem.make_inputs("normal", gen)
         torch.cuda.nvtx.range_push(RANGE)
         candidate(*inputs)
         torch.cuda.synchronize()

@@ -95,14 +95,17 @@ def check_trial_output(distribution: str, out: object, ref: torch.Tensor, ref64:
         return fail(Reason.wrong_dtype, f"output dtype {out.dtype}, reference {ref.dtype}")
     if out.device != ref.device:
         return fail(Reason.wrong_output_type, f"output on {out.device}, reference on {ref.device}")
-    finite_ref = torch.isfinite(ref64)
+    # where the library's own result in this dtype overflows, the candidate's may too
+    finite_ref = torch.isfinite(ref64) & torch.isfinite(ref)
     bad = ~torch.isfinite(out) & finite_ref
     if bool(bad.any()):
         count = int(bad.sum())
         return fail(Reason.nonfinite_output, f"{count} of {out.numel()} output elements are NaN or Inf where the "
                     "reference is finite (outputs are poisoned with NaN before the run: unwritten elements show "
                     "as NaN)")
-    ref_trivial = bool((ref64 == 0).all()) or _is_constant(ref64)
+    # trivial where the exact result is, or where the library's own result in this dtype is (a bf16
+    # sum of large values rounds every row to one number)
+    ref_trivial = bool((ref64 == 0).all()) or _is_constant(ref64) or bool((ref == 0).all()) or _is_constant(ref)
     if not ref_trivial and bool((out == 0).all()):
         return fail(Reason.trivial_output, f"output is all zeros; the reference's max |y| is {float(ref64.abs().max()):.3g}")
     if not ref_trivial and _is_constant(out):

@@ -19,9 +19,19 @@ from kernelgate.numerics import TOLERANCES, Tolerance
 
 __all__ = ["BuiltProblem", "build_problem", "DISTRIBUTIONS", "draw", "randomize_state"]
 
-DISTRIBUTIONS = ("uniform01", "normal", "uniform_signed", "normal_scaled", "normal_offset")
-"""Input distributions, one per numerics trial: KernelBench's own [0, 1) first, then signed,
-scaled and shifted draws that expose sign bugs, precision loss and naive variance formulas."""
+DISTRIBUTIONS = ("uniform01", "normal", "wide_scale", "normal_offset", "large_offset")
+"""Input distributions, one per numerics trial: KernelBench's own [0, 1) first, then signed draws,
+draws scaled far from 1, and draws shifted a little and a lot: they expose sign bugs, overflow
+and underflow (a softmax without its max subtracted), and cancellation (a one-pass variance)."""
+
+WIDE_RANGES = {torch.float32: {"scale": (-3.0, 3.0), "offset": (2.0, 4.0)},
+               torch.float16: {"scale": (-2.0, 2.0), "offset": (1.0, 2.0)},
+               torch.bfloat16: {"scale": (-2.0, 2.0), "offset": (1.0, 2.0)}}
+"""Decades for ``wide_scale`` (x = N(0,1) * 10^u) and ``large_offset`` (x = N(0,1) + 10^u), u drawn
+uniformly in the range per tensor: fp32 scales 1e-3 to 1e3 and offsets 1e2 to 1e4; the half
+types less, where a wider range leaves their own precision (fp16 holds 65504 at most). A trial
+whose reference is not finite at all is skipped (``check_trial_output`` ignores the elements
+where it is not finite)."""
 
 _MODES = {torch.float32: MathMode.fp32, torch.float16: MathMode.fp16, torch.bfloat16: MathMode.bf16}
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
@@ -40,6 +50,12 @@ def draw(shape: tuple[int, ...], dtype: torch.dtype, distribution: str, gen: tor
         x = torch.randn(shape, generator=gen, device=device) * 4
     elif distribution == "normal_offset":
         x = torch.randn(shape, generator=gen, device=device) + 3
+    elif distribution in ("wide_scale", "large_offset"):
+        low, high = WIDE_RANGES.get(dtype, WIDE_RANGES[torch.float32])["scale" if distribution == "wide_scale"
+                                                                      else "offset"]
+        decade = low + (high - low) * float(torch.rand((), generator=gen, device=device))
+        x = torch.randn(shape, generator=gen, device=device)
+        x = x * 10.0 ** decade if distribution == "wide_scale" else x + 10.0 ** decade
     else:
         raise ValueError(f"unknown distribution {distribution!r}")
     return x.to(dtype)

@@ -29,7 +29,7 @@ import torch
 
 from kernelgate.models import TimeStats, TimingReport
 
-__all__ = ["time_pair", "launch_overhead_ms", "sleep_cycles_per_ms", "stats", "lre_interval", "median_interval",
+__all__ = ["time_pair", "time_split", "time_library_alone", "launch_overhead_ms", "sleep_cycles_per_ms", "stats", "lre_interval", "median_interval",
            "enough_samples"]
 
 L2_FLUSH_BYTES = 256 << 20
@@ -248,6 +248,106 @@ def time_pair(candidate: Callable, library: Callable, input_sets: list[list], *,
                         l2_flush_bytes=L2_FLUSH_BYTES, input_sets=len(input_sets), rounds=rounds,
                         launch_overhead_ms=overhead, stopped=stopped,
                         launch_window_ms=window_ms if window_cycles else 0.0)
+
+
+def time_split(candidate: Callable[[int, int, bool], tuple[object, object]], library: Callable,
+               input_sets: list[list], *, refill: Callable[[int], None],
+               check: Callable[[int, object, object, object], None], freeze: Callable[[], None] = lambda: None,
+               warmup: int = 3, reps: int = 30, max_seconds: float = 30.0, rounds: int = 1,
+               adaptive: bool = False, min_reps: int = 10, rel_halfwidth: float = 0.01,
+               launch_window_ms: float = 0.0, overhead_ms: float = 0.0) -> TimingReport:
+    """Interleaved timings of the library (here) and of a candidate in another process.
+
+    ``candidate(index, window_cycles, warm)`` asks the candidate's process for one call on input
+    set ``index``, returning its reply (``event_ms``, ``host_ms``, ``late``) and the output slot
+    the judge reads. Per repetition: ``refill(index)`` puts fresh values into the set (same
+    addresses); then, in alternating order, the library is timed here (``_time_once``), and the
+    candidate is timed by its own events after this process flushed the L2, with this process's
+    clock around the whole request; then ``check(index, library_out, candidate_out, reply)``
+    (outputs, inputs, launches). The candidate's wall sample is that clock less the idle window:
+    the policy compares it with the event times (less ``overhead_ms``, the harness's own share).
+    Adaptive stopping and ``max_seconds`` as in ``time_pair``.
+    """
+    flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    with torch.no_grad():
+        warm_hosts: list[float] = []
+        for i in range(warmup):
+            index = i % len(input_sets)
+            began = time.perf_counter()
+            library(*input_sets[index])
+            host = (time.perf_counter() - began) * 1e3
+            reply, _ = candidate(index, 0, True)
+            if i > 0 or warmup == 1:
+                warm_hosts.append(host)
+                if getattr(reply, "host_ms", None) is not None:
+                    warm_hosts.append(reply.host_ms)
+            torch.cuda.synchronize()
+        window_ms = launch_window(launch_window_ms, warm_hosts)
+        window_cycles = int(window_ms * sleep_cycles_per_ms()) if window_ms > 0 else 0
+        times: dict[str, list[float]] = {"candidate": [], "library": []}
+        walls: dict[str, list[float]] = {"candidate": [], "library": []}
+        hosts: dict[str, list[float]] = {"candidate": [], "library": []}
+        late: dict[str, int] = {"candidate": 0, "library": 0}
+        runner: list[float] = []
+        began = time.perf_counter()
+        stopped = "max_reps"
+        for rep in range(reps):
+            index = rep % len(input_sets)
+            refill(index)
+            outs: dict[str, object] = {}
+            reply = None
+            for side in (("candidate", "library") if rep % 2 == 0 else ("library", "candidate")):
+                if side == "library":
+                    freeze()
+                    event_ms, wall_ms, host_ms, host_late, outs["library"] = _time_once(
+                        library, input_sets[index], flush, window_cycles)
+                else:
+                    flush.fill_(1)
+                    torch.cuda.synchronize()
+                    t0 = time.perf_counter()
+                    reply, outs["candidate"] = candidate(index, window_cycles, False)
+                    wall_ms = (time.perf_counter() - t0) * 1e3 - window_ms
+                    event_ms, host_ms = float(reply.event_ms or 0.0), float(reply.host_ms or 0.0)
+                    host_late = bool(reply.late)
+                    if getattr(reply, "runner_ms", None) is not None:
+                        runner.append(reply.runner_ms - window_ms)
+                times[side].append(event_ms)
+                walls[side].append(max(0.0, wall_ms))
+                hosts[side].append(host_ms)
+                late[side] += host_late
+            check(index, outs["library"], outs["candidate"], reply)
+            del outs
+            taken = rep + 1
+            if (adaptive and taken % 2 == 0 and taken >= max(min_reps, len(input_sets))
+                    and enough_samples(times["candidate"], times["library"], rel_halfwidth=rel_halfwidth,
+                                       min_reps=min_reps)):
+                stopped = "converged"
+                break
+            if 5 <= taken < reps and time.perf_counter() - began > max_seconds:
+                stopped = "max_seconds"
+                break
+    del flush
+    return TimingReport(candidate=stats(times["candidate"], walls["candidate"], hosts["candidate"], late["candidate"]),
+                        library=stats(times["library"], walls["library"], hosts["library"], late["library"]),
+                        l2_flush_bytes=L2_FLUSH_BYTES, input_sets=len(input_sets), rounds=rounds,
+                        launch_overhead_ms=overhead_ms, stopped=stopped,
+                        launch_window_ms=window_ms if window_cycles else 0.0,
+                        runner_median_ms=statistics.median(runner) if runner else None)
+
+
+def time_library_alone(library: Callable, input_sets: list[list], *, reps: int = 10,
+                       launch_window_ms: float = 0.0) -> float:
+    """The library's median event time, alone on the device (as in ``time_split``, same window)."""
+    flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    window_cycles = int(launch_window_ms * sleep_cycles_per_ms()) if launch_window_ms > 0 else 0
+    samples = []
+    with torch.no_grad():
+        library(*input_sets[0])
+        for rep in range(reps):
+            event_ms, *_ = _time_once(library, input_sets[rep % len(input_sets)], flush, window_cycles)
+            samples.append(event_ms)
+    del flush
+    return statistics.median(samples)
 
 
 def lre_interval(library_ms: list[float], candidate_ms: list[float], *, resamples: int = 2000,

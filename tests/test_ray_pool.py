@@ -132,7 +132,7 @@ def test_a_task_that_dies_twice_is_reported_as_an_error(local_ray, monkeypatch, 
 
 def _our_kernelgate_workers(cache_dir: str) -> dict[int, Path]:
     """Live kernelgate worker processes started under this module's Ray (found by their cache dir),
-    with their work dirs (``python -m kernelgate._child FD WORKDIR``)."""
+    with their work dirs (``python -m kernelgate.worker.judge FD WORKDIR``)."""
     found = {}
     for proc in Path("/proc").iterdir():
         try:
@@ -140,8 +140,8 @@ def _our_kernelgate_workers(cache_dir: str) -> dict[int, Path]:
             environ = (proc / "environ").read_bytes().split(b"\0")
         except (OSError, ValueError):
             continue
-        if b"kernelgate._child" in args and f"KERNELGATE_CACHE_DIR={cache_dir}".encode() in environ:
-            found[int(proc.name)] = Path(args[args.index(b"kernelgate._child") + 2].decode())
+        if b"kernelgate.worker.judge" in args and f"KERNELGATE_CACHE_DIR={cache_dir}".encode() in environ:
+            found[int(proc.name)] = Path(args[args.index(b"kernelgate.worker.judge") + 2].decode())
     return found
 
 

@@ -18,9 +18,8 @@ import pytest
 import torch
 
 from kernelgate import ScreenOptions
-from kernelgate import evaluate as evaluate_module
 from kernelgate import timing
-from kernelgate.models import Environment, Measurement, Problem, TimeStats, TimingReport
+from kernelgate.models import TimeStats, TimingReport
 from kernelgate.timing import enough_samples, median_interval
 
 
@@ -266,33 +265,6 @@ def test_screen_options_defaults_fixed_30_reps_adaptive_10_to_30_at_one_percent_
         ScreenOptions(timing_min_reps=5)  # no 95% interval of a median below 6 samples
     with pytest.raises(ValueError):
         ScreenOptions(timing_rel_halfwidth=0)
-
-
-def test_the_timing_stage_passes_the_options_to_time_pair(monkeypatch):
-    from kernelgate.problems import build_problem
-
-    calls: list[dict] = []
-    stats = TimeStats(median_ms=1.0, p20_ms=1.0, p80_ms=1.0, min_ms=1.0, reps=12, wall_median_ms=1.0)
-
-    def fake_time_pair(candidate, library, sets, **kwargs):
-        calls.append(kwargs)
-        return TimingReport(candidate=stats, library=stats, l2_flush_bytes=0, input_sets=len(sets),
-                            rounds=kwargs["rounds"], launch_overhead_ms=0.0, stopped="converged")
-
-    monkeypatch.setattr(evaluate_module, "time_pair", fake_time_pair)
-    problem = build_problem(Problem.op("rowsum", rows=4, cols=32), torch.device("cpu"), 0)
-    checks = SimpleNamespace(log=SimpleNamespace(reset=lambda: None, counts={}), per_call=None,
-                             after_call=lambda *a: None)
-    m = Measurement(environment=Environment(device=None, python="3", torch=torch.__version__,
-                                            allow_tf32_matmul=False, allow_tf32_cudnn=False))
-    opts = ScreenOptions(timing_adaptive=False, timing_min_reps=8, timing_rel_halfwidth=0.03, timing_reps=20,
-                         timing_input_sets=2, timing_launch_window_ms=0.15)
-    prepared = evaluate_module._timing_inputs(problem, torch.Generator(), opts.timing_input_sets)
-    assert len(prepared.sets) == len(prepared.pristine) == len(prepared.expected) == 2
-    evaluate_module._time(m, problem, problem.reference, prepared, opts, checks)
-    assert calls == [dict(reps=20, max_seconds=opts.timing_max_seconds, rounds=1, keep={}, adaptive=False,
-                          min_reps=8, rel_halfwidth=0.03, launch_window_ms=0.15)]
-    assert m.timing.stopped == "converged" and m.timing.candidate.reps == 12
 
 
 def test_launch_window_covers_the_slowest_warm_up_enqueue_within_bounds():

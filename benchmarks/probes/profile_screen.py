@@ -22,7 +22,8 @@ from screen_examples import CASES  # noqa: E402
 
 from kernelgate import Candidate, ScreenOptions  # noqa: E402
 from kernelgate.dsl import detect_dsl  # noqa: E402
-from kernelgate.evaluate import evaluate  # noqa: E402
+from kernelgate.worker.link import CandidateProcess  # noqa: E402
+from kernelgate.worker.stages import evaluate  # noqa: E402
 from kernelgate.worker import Job  # noqa: E402
 
 out = Path(os.environ.get("OUT", "."))
@@ -36,7 +37,9 @@ for name in sys.argv[1:]:
     with tempfile.TemporaryDirectory() as workdir:
         began = time.perf_counter()
         profile.enable()
-        m = evaluate(job, Path(workdir), lambda phase, partial: None)
+        link = CandidateProcess(Path(workdir), dict(os.environ))
+        link.start(600)
+        m = evaluate(job, Path(workdir), lambda phase, partial: None, link)
         profile.disable()
         wall = time.perf_counter() - began
     text = io.StringIO()

@@ -1,13 +1,16 @@
-"""Run a candidate in a supervised child process; the parent only receives data.
+"""The parent's side of a screen: start a worker (a judge process and its candidate's process),
+hand it one job, supervise it, and receive data only. The parent never imports torch.
 
 Rules every worker follows:
 
-- one process runs one candidate's code, then exits (patched functions, caches and threads of
-  one candidate never meet another's);
-- spare processes are started ahead, with torch imported and the CUDA context up, so isolation
+- a worker is two processes: the judge (``kernelgate.worker.judge``), which holds the problem,
+  the reference, the expected outputs, every threshold and statistic, and never imports
+  candidate code; and the candidate's process (``kernelgate.worker.candidate``), which loads and
+  runs the candidate only, and is used for one candidate, then killed;
+- spare workers are started ahead, with torch imported and both CUDA contexts up, so isolation
   costs little latency (``WorkerPool``);
-- the child writes JSON records on a private pipe, not on stdout: the candidate's own prints go
-  to a log file, and every record is validated by the parent;
+- the judge writes JSON records on a private pipe, not on stdout, and every record is validated
+  by the parent;
 - the child waits for a go-ahead before its numerics and before its timing (``GATED_PHASES``):
   spares finish starting before a job times, and a ``TurnPool`` hands out turns on the GPU there;
 - each phase has its own deadline (load and compile, run, artifacts, timing); past it the whole
@@ -41,11 +44,11 @@ from typing import Callable, Literal
 from pydantic import Field, ValidationError
 
 from kernelgate import compile_cache
-from kernelgate._child import START_GATE
 from kernelgate._base import Model
 from kernelgate.errors import ProblemError, WorkerError
 from kernelgate.models import Candidate, Failure, Measurement, Problem, Reason
 from kernelgate.turns import GpuTurns
+from kernelgate.worker.protocol import START_GATE
 
 __all__ = ["ScreenOptions", "Job", "WorkerResult", "Worker", "WorkerPool", "TurnPool", "default_pool",
            "child_environment", "default_host_memory_mb"]
@@ -140,6 +143,7 @@ waits for another go-ahead there, so a pool can let a waiting timing in between 
 
 class _Record(Model):
     type: Literal["started", "ready", "phase", "result", "problem_error"]
+    candidate_pid: int | None = None
     phase: str | None = None
     measurement: Measurement | None = None
     message: str | None = None
@@ -198,7 +202,7 @@ class Worker:
         self._memory_limit_mb: float | None = None
         self._peak_rss_mb = 0.0
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "kernelgate._child", str(write_fd), str(self.workdir)],
+            [sys.executable, "-m", "kernelgate.worker.judge", str(write_fd), str(self.workdir)],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             pass_fds=(write_fd,), start_new_session=True, cwd=self.workdir, env=child_env,
         )
@@ -206,6 +210,8 @@ class Worker:
         self._reader = os.fdopen(read_fd, "rb", buffering=0)
         self._buffer = b""
         self._ready = False
+        self.candidate_pid: int | None = None
+        """The candidate's process (its own session), started by the judge; stopped and killed with it."""
         self.paused_seconds = 0.0
         """Time spent stopped by its pool (``pause``): added to the deadlines of its phases."""
         self._paused_at: float | None = None
@@ -271,7 +277,9 @@ class Worker:
             record = self._next_record(deadline)
         if record is None or record.type != "ready":
             self.kill()
-            raise WorkerError(f"worker failed to start: {self._exit_text()}; log: {self.log_tail()[-500:]}")
+            why = record.message if record is not None and record.message else self._exit_text()
+            raise WorkerError(f"worker failed to start: {why}; log: {self.log_tail()[-500:]}")
+        self.candidate_pid = record.candidate_pid
         self._ready = True
 
     def _send_go(self) -> None:
@@ -283,34 +291,43 @@ class Worker:
 
     # --- lifecycle ---------------------------------------------------------------------------
 
+    def _groups(self) -> list[int]:
+        """The judge's process group, and the candidate's (a session of its own)."""
+        return [self.proc.pid] + ([self.candidate_pid] if self.candidate_pid else [])
+
     def pause(self) -> None:
-        """Stop the worker's whole process group (its compilers too) until ``resume``."""
+        """Stop both processes' groups (their compilers too) until ``resume``."""
         if self._paused_at is None and self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGSTOP)
-                self._paused_at = time.monotonic()
-            except (ProcessLookupError, PermissionError):
-                pass
+            for group in self._groups():
+                try:
+                    os.killpg(group, signal.SIGSTOP)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            self._paused_at = time.monotonic()
 
     def _paused_total(self) -> float:
         ongoing = time.monotonic() - self._paused_at if self._paused_at is not None else 0.0
         return self.paused_seconds + ongoing
 
     def resume(self) -> None:
+        """The candidate's group first, then the judge's: the judge stops its candidate again if it
+        was not asked to run (its SIGCONT handler)."""
         if self._paused_at is not None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGCONT)
-            except (ProcessLookupError, PermissionError):
-                pass
+            for group in reversed(self._groups()):
+                try:
+                    os.killpg(group, signal.SIGCONT)
+                except (ProcessLookupError, PermissionError):
+                    pass
             self.paused_seconds += time.monotonic() - self._paused_at
             self._paused_at = None
 
     def kill(self) -> None:
         self.resume()
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        for group in self._groups():
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -337,7 +354,7 @@ class Worker:
         return f"exit code {code}"
 
     def log_tail(self) -> str:
-        path = self.workdir / "candidate.log"
+        path = self.workdir / "candidate" / "candidate.log"
         try:
             data = path.read_bytes()
         except OSError:

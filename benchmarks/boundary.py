@@ -1,0 +1,75 @@
+"""The trust boundary's cost and resolution on a GPU: screen honest examples and record, per screen,
+the candidate's own event time, the judge's clock around each timed call, the harness overhead
+subtracted from it, and the library timed beside the candidate and alone.
+
+    python benchmarks/boundary.py --out $OUT/boundary_h200.json [--only rowsum_good matmul_good]
+
+The "unexplained" wall per call (judge wall - overhead - event time, median over repetitions) is
+what a candidate could hide outside its events without tripping the policy's wall check
+(``Policy.wall_excess_factor`` x event + ``wall_excess_floor_ms``); its spread over honest kernels
+is the check's resolution. Writes JSON with the device, versions, commit and command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _record import run_header  # noqa: E402
+from screen_examples import CASES  # noqa: E402
+
+from kernelgate import Candidate, ScreenOptions, screen  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--only", nargs="*", default=None)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    rows = []
+    for case in CASES:
+        if args.only and not any(word in case.name for word in args.only):
+            continue
+        source = (ROOT / "examples" / case.candidate).read_text()
+        began = time.perf_counter()
+        verdict = screen(Candidate(source=source, name=case.name), case.problem_spec(gpu=True), options=ScreenOptions())
+        seconds = time.perf_counter() - began
+        t = verdict.timing
+        row = {"name": case.name, "status": verdict.status.value, "reason": verdict.reason.value if verdict.reason else None,
+               "message": verdict.failure.message[:400] if verdict.failure else None, "seconds": round(seconds, 3),
+               "stage_seconds": verdict.seconds}
+        if t is not None:
+            c = t.candidate
+            row.update(event_median_ms=c.median_ms, judge_wall_median_ms=c.wall_median_ms,
+                       overhead_ms=t.launch_overhead_ms,
+                       unexplained_ms=c.wall_median_ms - t.launch_overhead_ms - c.median_ms,
+                       library_median_ms=t.library.median_ms, library_alone_ms=t.library_alone_median_ms,
+                       runner_median_ms=t.runner_median_ms,
+                       window_ms=t.launch_window_ms, reps=c.reps)
+        if verdict.memory is not None:
+            row["memory"] = verdict.memory.model_dump()
+        rows.append(row)
+        print(json.dumps({k: row.get(k) for k in ("name", "status", "reason", "seconds", "event_median_ms",
+                                                  "judge_wall_median_ms", "runner_median_ms", "overhead_ms", "unexplained_ms",
+                                                  "library_median_ms", "library_alone_ms")}), flush=True)
+        if row["message"]:
+            print("   ", row["message"][:300], flush=True)
+    unexplained = [r["unexplained_ms"] for r in rows if "unexplained_ms" in r]
+    record = {**run_header("python benchmarks/boundary.py", argv), "rows": rows,
+              "unexplained_ms": {"median": statistics.median(unexplained), "max": max(unexplained),
+                                 "min": min(unexplained)} if unexplained else None}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(record, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

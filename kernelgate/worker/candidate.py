@@ -1,0 +1,496 @@
+"""The candidate's process: ``python -m kernelgate.worker.candidate REQUESTS_FD REPLIES_FD WORKDIR FLAG``.
+
+It loads the candidate (through its DSL plug-in), runs its forward on tensors the judge shares,
+copies each output into the slot the judge names, and reports what it saw: the output's type,
+shape and dtype, the DSL launches, the torch calls, its own CUDA-event times. Nothing here
+decides anything; the judge checks what lands in its slots and corroborates the times with its
+own clock. The in-process guard (``kernelgate.integrity``) still runs here as a cheap first layer.
+
+Order matters, as in every worker: the reply channel is taken and stdout/stderr go to a log
+file before torch or the candidate is imported, so nothing the candidate prints reaches the
+judge. The judge stops this process (SIGSTOP) whenever it is not asked to run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import linecache
+import mmap
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Callable
+
+__all__ = ["describe_exception", "load_candidate", "use_compile_cache", "allowed_write_dirs", "CandidateFailure"]
+
+_OOM_TEXTS = ("out of memory", "can't allocate memory", "cannot allocate memory", "memoryerror")
+
+
+class CandidateFailure(Exception):
+    """Ends a request with a classified failure (reason name, message)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason, self.message = reason, message
+
+
+def describe_exception(exc: BaseException, source_path: Path) -> str:
+    """The exception with only the candidate's own frames, as 'line N: code'."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(source_path)]
+    lines = [f"line {f.lineno}: {(f.line or linecache.getline(f.filename, f.lineno)).strip()}" for f in frames[-5:]]
+    message = f"{type(exc).__name__}: {exc}".strip()
+    if isinstance(exc, SyntaxError) and exc.lineno:
+        lines = [f"line {exc.lineno}: {(exc.text or '').strip()}"]
+        message = f"SyntaxError: {exc.msg}"
+    return "\n".join(lines + [message[:2000]])
+
+
+def classify(plugin, exc: BaseException, source_path: Path, default: str) -> CandidateFailure:
+    """A candidate's exception as a reason: the guard's refusal first, then the DSL's compiler, then OOM."""
+    from kernelgate import integrity
+
+    if isinstance(exc, CandidateFailure):
+        return exc
+    guard = integrity.Guard._current
+    if guard is not None and guard.violations:  # the guard refused a call: that is the reason
+        reason, message = guard.violations[0]
+        evidence = integrity.evidence_for(getattr(guard, "static_hits", []), reason)
+        return CandidateFailure(reason.value, f"{message} (then: {type(exc).__name__}: {str(exc)[:200]}){evidence}")
+    mapped = plugin.classify_error(exc)
+    if mapped is not None:
+        return CandidateFailure(mapped[0].value, mapped[1])
+    text = describe_exception(exc, source_path)
+    if isinstance(exc, MemoryError) or any(t in text.lower() for t in _OOM_TEXTS):
+        return CandidateFailure("out_of_memory", "out of memory: " + text)
+    return CandidateFailure(default, text)
+
+
+def load_candidate(plugin, source: str, entry: str, workdir: Path):
+    """Write the source, import it as ``kernelgate_candidate``, return (path, entry object)."""
+    path = workdir / "candidate.py"
+    path.write_text(source)
+    try:
+        compile(source, str(path), "exec")
+    except SyntaxError as exc:
+        raise CandidateFailure("syntax_error", describe_exception(exc, path)) from None
+    spec = importlib.util.spec_from_file_location("kernelgate_candidate", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    except (SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
+        raise CandidateFailure("load_error", f"the candidate raised {type(exc).__name__}({exc!s:.100}) at "
+                               "import") from None
+    except CandidateFailure:
+        raise
+    except Exception as exc:
+        raise classify(plugin, exc, path, "load_error") from None
+    if not hasattr(module, entry):
+        defined = sorted(k for k, v in vars(module).items() if callable(v) and not k.startswith("_")
+                         and getattr(v, "__module__", None) == spec.name)
+        raise CandidateFailure("missing_entry", f"no {entry!r} in the candidate; it defines: "
+                               f"{', '.join(defined) or 'nothing callable'}")
+    return path, getattr(module, entry)
+
+
+def use_compile_cache(enabled: bool, cache_dir: str, workdir: Path) -> None:
+    """Point every compiler of this process at the shared cache, or at private directories."""
+    from kernelgate import compile_cache
+
+    if enabled:
+        compile_cache.activate(cache_dir)
+    else:
+        compile_cache.activate(None)
+        os.environ["TRITON_CACHE_DIR"] = str(workdir / "triton-cache")
+        os.environ["TILELANG_CACHE_DIR"] = str(workdir / "tilelang-cache")
+
+
+def allowed_write_dirs(enabled: bool, cache_dir: str) -> list[str]:
+    """Where code running on the candidate's behalf may write besides its temp dir: the compile caches."""
+    dirs = [os.environ.get("TRITON_CACHE_DIR", ""), os.environ.get("TILELANG_CACHE_DIR", "")]
+    if enabled:
+        dirs.append(cache_dir)
+    return [d for d in dirs if d]
+
+
+class _CandidateExit(Exception):
+    pass
+
+
+def _shielded(fn: Callable) -> Callable:
+    """``fn`` with exits turned into an ordinary exception (the process does not leave with it)."""
+
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
+            raise _CandidateExit(f"the candidate raised {type(exc).__name__}({exc!s:.100}) while running") from exc
+
+    return call
+
+
+class Runner:
+    """Everything the candidate's process holds: the plug-in, its launch log, the guard, the model."""
+
+    def __init__(self, workdir: Path, send: Callable[[dict], None], flag: mmap.mmap | None) -> None:
+        import torch
+
+        self.torch = torch
+        self.workdir = workdir
+        self.send = send
+        self.cuda = torch.cuda.is_available()
+        self.flag = flag
+        self.plugin = self.log = self.guard = self.fn = self.path = None
+        self.hits: list = []
+        self.opened: dict[str, object] = {}
+        self.kept: dict[int, object] = {}
+
+    # --- requests ----------------------------------------------------------------------------
+
+    def load(self, req: dict) -> dict:
+        from kernelgate import integrity
+        from kernelgate.dsl import get_plugin
+
+        torch = self.torch
+        self.plugin = get_plugin(req["dsl"])
+        _limit(req["limits"], torch)
+        use_compile_cache(req["compile_cache"], req["compile_cache_dir"], self.workdir)
+        self.log = self.plugin.prepare(interpret=not self.cuda)
+        self.log.problem_dtype = req["dtype"]
+        self.hits = integrity.scan(req["source"])
+        static = integrity.static_failure(self.hits)
+        if static is not None:
+            return {"type": "load", "error": {"reason": static.reason.value, "message": static.message}}
+        guard = integrity.Guard(self.workdir, self.workdir / "candidate.py",
+                                allowed_write_dirs(req["compile_cache"], req["compile_cache_dir"]))
+        guard.static_hits = self.hits
+        guard.arm()
+        self.guard = guard
+        reply: dict = {"type": "load", "versions": self.plugin.versions(),
+                       "cpu_numerics": bool(getattr(self.plugin, "cpu_numerics", True))}
+        try:
+            self.path, entry = load_candidate(self.plugin, req["source"], req["entry"], self.workdir)
+            violation = self._check("after the import")
+            if violation:
+                return {**reply, "violation": violation}
+            self.fn, reply["state_copied"], reply["note"] = self._build(entry, req)
+        except CandidateFailure as failure:
+            return {**reply, "error": {"reason": failure.reason, "message": failure.message}}
+        violation = self._check("after construction")
+        if violation:
+            reply["violation"] = violation
+        return reply
+
+    def _build(self, entry, req: dict):
+        """Instantiate a ``ModelNew`` with the problem's init inputs and copy the reference's state in."""
+        torch = self.torch
+        if not (isinstance(entry, type) and issubclass(entry, torch.nn.Module)):
+            if not callable(entry):
+                raise CandidateFailure("runtime_error", f"entry point is a {type(entry).__name__}, not a class or function")
+            return _shielded(entry), None, None
+        device = torch.device("cuda" if self.cuda else "cpu")
+        try:
+            module = entry(*[self._arg(a) for a in req["init"]]).to(device)
+            if req["dtype"] != "float32":
+                module = module.to(getattr(torch, req["dtype"]))
+        except (SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
+            raise CandidateFailure("runtime_error", f"the candidate raised {type(exc).__name__} while being "
+                                   "constructed") from None
+        except Exception as exc:
+            raise classify(self.plugin, exc, self.path, "runtime_error") from None
+        state = {name: open_ref_cached(self, ref) for name, ref in req["state"].items()}
+        copied, note = None, None
+        if state:
+            try:  # load_state_dict copies: the candidate's parameters never share the judge's storage
+                module.load_state_dict(state, strict=True)
+                copied = True
+            except Exception as exc:
+                copied = False
+                note = ("the candidate's parameters do not match the reference's state_dict keys or shapes "
+                        f"({str(exc).splitlines()[0][:200]}); reference parameters left as initialized, "
+                        "candidate seeded alike")
+        return _shielded(module), copied, note
+
+    def _arg(self, item: dict):
+        return open_ref_cached(self, item["ref"]) if "ref" in item else item.get("value")
+
+    def call(self, req: dict) -> dict:
+        """One forward call: run it, report it, copy the output into the judge's slot."""
+        from kernelgate import integrity
+        from kernelgate.numerics import poisoned_allocations
+
+        torch = self.torch
+        inputs = [self._arg(a) for a in req["inputs"]]
+        self.log.reset()
+        self.log.dry_run = bool(req.get("dry"))
+        reply: dict = {"type": "call"}
+        recorder = integrity.OpRecorder() if req.get("record") else None
+        timed = req.get("timed")
+        try:
+            if req.get("profile"):
+                reply["profile"] = self._profile(inputs)
+            elif timed is not None and req.get("noop"):  # the harness's own cost: everything but forward
+                out = self._timed(inputs, timed, None, reply, fn=lambda *args: open_ref_cached(self, req["out"]))
+            elif timed is not None:
+                out = self._timed(inputs, timed, recorder, reply)
+            else:
+                with torch.no_grad(), (poisoned_allocations() if req.get("poison", True) and not self.log.dry_run
+                                       else _null()):
+                    with recorder if recorder is not None else _null():
+                        out = self.fn(*inputs)
+                    _sync(torch)
+        except CandidateFailure as failure:
+            reply["error"] = {"reason": failure.reason, "message": failure.message}
+        except Exception as exc:
+            failure = (CandidateFailure("runtime_error", str(exc)) if isinstance(exc, _CandidateExit)
+                       else classify(self.plugin, exc, self.path, "runtime_error"))
+            reply["error"] = {"reason": failure.reason, "message": failure.message}
+        finally:
+            self.log.dry_run = False
+        reply["launches"] = dict(self.log.counts)
+        reply["compile_seconds"] = {k: round(v, 4) for k, v in self.log.first_call_seconds.items()}
+        if recorder is not None:
+            reply["ops"], reply["copies"] = recorder.calls[:200], recorder.copies[:200]
+        violation = self._check(req.get("when", "after a call")) if req.get("guard", True) else None
+        if violation:
+            reply["violation"] = violation
+        if "error" in reply or "violation" in reply or req.get("profile") or req.get("dry"):
+            return reply
+        reply["meta"] = _meta(out, torch)
+        if req.get("slot") is not None:
+            self.kept[req["slot"]] = out
+        if req.get("out") is not None:
+            reply["copied"] = self._copy_out(out, req["out"])
+        if self.cuda:
+            reply["peak_bytes"] = int(torch.cuda.max_memory_allocated())
+        return reply
+
+    def _timed(self, inputs: list, timed: dict, recorder, reply: dict, fn=None):
+        """The candidate's own timing of one call: GPU idle window, start event, call, end event."""
+        torch = self.torch
+        fn = fn or self.fn
+        before, start, end = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+        torch.cuda.synchronize()
+        t_before = time.perf_counter()
+        with torch.no_grad():
+            before.record()
+            if timed.get("window_cycles"):
+                torch.cuda._sleep(int(timed["window_cycles"]))
+            start.record()
+            t_call = time.perf_counter()
+            with recorder if recorder is not None else _null():
+                out = fn(*inputs)
+            t_enqueued = time.perf_counter()
+            end.record()
+            torch.cuda.synchronize()
+        ready_ms = before.elapsed_time(start)
+        reply["event_ms"] = start.elapsed_time(end)
+        reply["host_ms"] = (t_enqueued - t_call) * 1e3
+        reply["late"] = (t_enqueued - t_before) * 1e3 > ready_ms
+        return out
+
+    def _profile(self, inputs: list):
+        """One call under the profiler: device time outside the kernels this candidate's DSL compiled."""
+        from kernelgate import integrity
+
+        names = list(self.log.counts.keys() or self.log.first.keys())
+        exact = set(names)
+        for name, launch in self.log.first.items():  # a compiled kernel's own symbol, where the plug-in has it
+            compiled = getattr(launch, "compiled", None)
+            symbol = getattr(compiled, "name", None) or getattr(getattr(compiled, "metadata", None), "name", None)
+            if isinstance(symbol, str):
+                exact.add(symbol)
+        found = integrity.gpu_kernel_share(self.fn, inputs, exact)
+        return list(found) if found is not None else None
+
+    def recopy(self, req: dict) -> dict:
+        out = self.kept.get(req["slot"])
+        reply: dict = {"type": "call"}
+        if out is None:
+            reply["error"] = {"reason": "runtime_error", "message": "no output kept in that slot"}
+            return reply
+        _sync(self.torch)
+        reply["meta"] = _meta(out, self.torch)
+        reply["copied"] = self._copy_out(out, req["out"])
+        violation = self._check(req.get("when", "after a delay"))
+        if violation:
+            reply["violation"] = violation
+        return reply
+
+    def check(self, req: dict) -> dict:
+        """The guard alone (timed calls skip it: its snapshot takes milliseconds of host time)."""
+        violation = self._check(req.get("when", "after timing"))
+        return {"type": "call", **({"violation": violation} if violation else {})}
+
+    def artifacts(self, req: dict) -> dict:
+        kernels, notes = self.plugin.artifacts(self.log, self.path, interpret=not self.cuda)
+        reply = {"type": "artifacts", "kernels": [k.model_dump(mode="json") for k in kernels], "notes": notes,
+                 "compile_errors": list(self.log.compile_errors)}
+        violation = self._check("after the artifacts")
+        if violation:
+            reply["violation"] = violation
+        return reply
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    def _copy_out(self, out, ref: dict) -> bool:
+        torch = self.torch
+        slot = open_ref_cached(self, ref)
+        if type(out) is not torch.Tensor or out.layout is not torch.strided or tuple(out.shape) != tuple(slot.shape) \
+                or out.dtype != slot.dtype or out.device.type != slot.device.type:
+            return False
+        slot.copy_(out)
+        _sync(torch)
+        return True
+
+    def _check(self, when: str) -> dict | None:
+        from kernelgate import integrity
+
+        torch = self.torch
+        if self.guard is None:
+            return None
+        found = self.guard.check(when)
+        if found is None and torch.cuda.is_initialized() and torch.cuda.current_stream() != torch.cuda.default_stream():
+            found = (integrity.Reason.side_stream, f"the current CUDA stream is not the default stream {when}")
+        if found is None:
+            return None
+        reason, message = found
+        return {"reason": reason.value, "message": message + integrity.evidence_for(self.hits, reason)}
+
+
+def open_ref_cached(runner: Runner, ref: dict):
+    from kernelgate.worker.protocol import TensorRef, open_ref
+
+    key = ref.get("path") or ref.get("ipc") or json.dumps(ref, sort_keys=True)
+    key = f"{key}|{ref.get('dtype')}|{ref.get('shape')}|{ref.get('stride')}"
+    if key not in runner.opened:
+        runner.opened[key] = open_ref(TensorRef.model_validate(ref))
+    return runner.opened[key]
+
+
+def _meta(out, torch) -> dict:
+    meta = {"type_name": f"{type(out).__module__}.{type(out).__name__}", "plain_tensor": type(out) is torch.Tensor}
+    if isinstance(out, torch.Tensor):
+        meta.update(shape=list(out.shape), dtype=str(out.dtype).removeprefix("torch."), device=out.device.type,
+                    strided=out.layout is torch.strided)
+        try:
+            meta["data_ptr"] = int(out.data_ptr())
+        except Exception:
+            pass
+    return meta
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
+def _sync(torch) -> None:
+    if torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def _limit(limits: dict, torch) -> None:
+    """Per-job limits, set before the candidate is imported.
+
+    Files: ``RLIMIT_FSIZE``, with SIGXFSZ ignored so that a write past it fails with an error the
+    candidate sees. Host memory: ``RLIMIT_DATA`` where no GPU is visible (the CUDA driver maps
+    large regions that address-space limits would refuse; there the supervisor's watchdog on the
+    resident size applies). GPU memory: the caching allocator's share of the device.
+    """
+    import resource
+    import signal
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    size = limits["max_file_mb"] << 20
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+    if torch.cuda.is_available():
+        torch.cuda.set_per_process_memory_fraction(limits["gpu_memory_fraction"])
+    else:
+        data = limits["host_memory_mb"] << 20
+        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        if hard == resource.RLIM_INFINITY or data < hard:
+            resource.setrlimit(resource.RLIMIT_DATA, (data, data if hard == resource.RLIM_INFINITY else hard))
+
+
+def _compile_watch(flag: mmap.mmap | None) -> None:
+    """Tell the judge, through a shared word, when a DSL compiler runs (its deadline is the load one)."""
+    from kernelgate import integrity
+
+    if flag is None:
+        return
+
+    def on_change(depth: int) -> None:
+        flag[0:8] = int(max(depth, 0)).to_bytes(8, "little")
+
+    integrity.compiler_section.on_change = on_change
+
+
+def main() -> None:
+    requests_fd, replies_fd, workdir, flag_path = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
+    replies = os.fdopen(replies_fd, "w", buffering=1)
+    requests = os.fdopen(requests_fd, "r", buffering=1)
+    log_fd = os.open(workdir / "candidate.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    os.close(log_fd)
+    sys.stdout = os.fdopen(1, "w", buffering=1)
+    sys.stderr = os.fdopen(2, "w", buffering=1)
+    from kernelgate.worker.judge import exit_with_parent
+
+    exit_with_parent(os.getppid(), "kernelgate-judge-watch")
+
+    def send(record: dict) -> None:
+        replies.write(json.dumps(record, allow_nan=False) + "\n")
+        replies.flush()
+
+    import torch
+
+    import kernelgate.integrity  # noqa: F401  (ahead of the job)
+    import kernelgate.numerics  # noqa: F401
+    from kernelgate.dsl import plugins
+
+    plugins()
+    if torch.cuda.is_available():
+        import torch._inductor.config  # noqa: F401  (use_deterministic_algorithms imports it on first use)
+    flag = None
+    if flag_path != "-":
+        with open(flag_path, "r+b") as handle:
+            flag = mmap.mmap(handle.fileno(), 8)
+    requests.readline()  # the judge's go-ahead for the CUDA context
+    if torch.cuda.is_available():
+        from kernelgate.worker.judge import start_cuda
+
+        start_cuda()
+    send({"type": "ready", "pid": os.getpid()})
+    runner = Runner(workdir, send, flag)
+    _compile_watch(flag)
+    handlers = {"load": runner.load, "call": runner.call, "recopy": runner.recopy, "artifacts": runner.artifacts,
+                "ping": lambda req: {"type": "call"}, "check": runner.check}
+    for line in requests:
+        received = time.perf_counter()
+        req = json.loads(line)
+        if req.get("type") == "exit":
+            break
+        try:
+            reply = handlers[req["type"]](req)
+        except Exception as exc:  # the runner's own fault, or the candidate's reaching it: say so, go on
+            reply = {"type": req["type"] if req["type"] in ("load", "artifacts") else "call",
+                     "error": {"reason": "runtime_error", "message": f"{type(exc).__name__}: {str(exc)[:500]}"}}
+        if reply.get("type") == "call":
+            reply["runner_ms"] = (time.perf_counter() - received) * 1e3
+        send(reply)
+    replies.close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""GPU-only: a hang costs seconds, on KernelBench's largest level-1 input (6.4 GB), at its shipped shape."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from kernelgate import Candidate, Problem, Reason, Status, screen
+from tests.conftest import FIXTURES
+
+pytestmark = pytest.mark.gpu
+
+RELU = FIXTURES / "kernelbench_all" / "KernelBench" / "level1" / "19_ReLU.py"
+
+ENDLESS = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _relu(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    i = 0
+    while i >= 0:  # a wrong loop bound: never ends on the device
+        x = x * 1.0000001
+        i += 1
+    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=offs < n)
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        n = x.numel()
+        _relu[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+        return y
+'''
+
+
+def test_an_endless_kernel_on_a_level1_problem_is_a_run_timeout_within_30_s():
+    began = time.perf_counter()
+    verdict = screen(Candidate(source=ENDLESS, name="endless_relu"), Problem.file(str(RELU)))
+    took = time.perf_counter() - began
+    assert verdict.status is Status.reject and verdict.reason is Reason.run_timeout, verdict.summary
+    assert took < 30, f"the hang cost {took:.1f} s"
