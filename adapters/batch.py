@@ -107,12 +107,13 @@ class _Progress:
 def screen_runs(checkout: str | Path, level: int, runs: str | Path, *, log: Any = None, batch: str | None = None,
                 backend: str | None = None, dtype: str | None = None, problem_ids: list[int] | None = None,
                 options: Any = None, policy: Any = None, runner: Any = None,
-                progress: IO[str] | None = sys.stderr, rescreen: bool = False) -> BatchResult:
+                progress: IO[str] | None | str = "stderr", rescreen: bool = False) -> BatchResult:
     """Screen every generation of ``level`` in ``runs`` against its problem in ``checkout``.
 
     ``log``: a ``VerdictLog`` that gets every verdict (batch name: ``batch``, default the run
     folder's name). ``backend``: KernelBench's backend name for every file, or None to detect each.
-    ``problem_ids``: only these problems. A generation whose problem is missing or broken is
+    ``problem_ids``: only these problems. ``progress``: a stream, None for silence, or ``"stderr"``
+    (the default) for whatever ``sys.stderr`` is when the call is made. A generation whose problem is missing or broken is
     skipped and listed in ``BatchResult.skipped``; a bad kernel is a verdict, never an exception.
     A generation whose source (sha256) and problem already have a verdict in ``log`` is not
     screened or logged again (so a second run over the same folder adds nothing): it goes to
@@ -126,7 +127,7 @@ def screen_runs(checkout: str | Path, level: int, runs: str | Path, *, log: Any 
     files = problem_files(checkout, level)
     generations = [g for g in find_generations(runs, level) if problem_ids is None or g.problem_id in problem_ids]
     result = BatchResult(batch=batch)
-    bar = _Progress(len(generations), progress)
+    bar = _Progress(len(generations), sys.stderr if progress == "stderr" else progress)  # the stream of now
     try:
         for gen in generations:
             label = gen.path.name

@@ -18,7 +18,7 @@ from kernelgate.hardware import peaks_for
 from kernelgate.models import (Candidate, Failure, Finding, Measurement, Metrics, NcuReport, Problem, Reason,
                                Status, Verdict)
 from kernelgate.policy import DEFAULT_POLICY, Policy, decide
-from kernelgate.timing import lre_interval
+from kernelgate.stats import lre_interval
 from kernelgate.worker import Job, ScreenOptions, WorkerResult, default_pool
 
 __all__ = ["screen", "metrics_of", "JobRunner"]

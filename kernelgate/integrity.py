@@ -40,7 +40,7 @@ from typing import Iterable
 from kernelgate.models import Failure, Finding, Reason
 
 __all__ = ["Hit", "scan", "static_failure", "evidence_findings", "evidence_for", "Guard", "OpRecorder",
-           "heavy_ops", "large_copies", "gpu_kernel_share", "NON_COMPUTE_OPS", "COPY_OPS", "PARSE_LOCK"]
+           "heavy_ops", "large_copies", "gpu_kernel_share", "kernel_identity", "NON_COMPUTE_OPS", "COPY_OPS", "PARSE_LOCK"]
 
 
 @dataclass(frozen=True)
@@ -722,16 +722,31 @@ def heavy_ops(calls: list[tuple[str, int]], problem_elements: int, share: float 
     return [f"{name} on {size:,} elements" for name, size in seen.items()]
 
 
+def kernel_identity(profiler_name: str) -> str:
+    """A kernel's name as the profiler shows it, reduced to its function identifier: ``void
+    ns::rowsum<128>(float const*, float*, int)`` -> ``rowsum``; Triton's and TileLang's names are
+    already plain identifiers."""
+    name = profiler_name.strip()
+    if name.startswith("void "):
+        name = name[5:]
+    for stop in ("(", "<"):
+        name = name.split(stop, 1)[0]
+    return name.rsplit("::", 1)[-1].strip()
+
+
 def gpu_kernel_share(fn, inputs: list, dsl_kernel_names: Iterable[str]) -> tuple[float, list[str]] | None:
     """On a GPU: the share of one call's device time spent in kernels that are not the DSL's own.
 
-    Returns (share, the top foreign kernel names) or None when the profiler saw no kernel.
-    Library kernels (cuBLAS ``gemm``, cuDNN, ATen ``reduce_kernel``, ``layer_norm``...) show by name.
+    A kernel is the candidate's when its identifier (``kernel_identity``) is exactly one of
+    ``dsl_kernel_names``, the names the plug-in recorded for the kernels it compiled: never a
+    substring, so a library kernel whose name contains the candidate's (or the other way) is not
+    taken for it. Memory copies and sets are nobody's. Returns (share, the top foreign kernel
+    names) or None when the profiler saw no kernel.
     """
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    names = [n.lower() for n in dsl_kernel_names]
+    names = set(dsl_kernel_names)
     with profile(activities=[ProfilerActivity.CUDA]) as prof, torch.no_grad():
         fn(*inputs)
         torch.cuda.synchronize()
@@ -742,13 +757,13 @@ def gpu_kernel_share(fn, inputs: list, dsl_kernel_names: Iterable[str]) -> tuple
             continue
         total += device_us
         lowered = event.name.lower()
-        if not any(n in lowered for n in names) and not lowered.startswith(("memset", "memcpy", "[memset", "[memcpy")):
+        if kernel_identity(event.name) not in names and not lowered.startswith(("memset", "memcpy", "[memset",
+                                                                                   "[memcpy")):
             foreign[event.name] = foreign.get(event.name, 0.0) + device_us
     if total <= 0:
         return None
     top = sorted(foreign, key=foreign.get, reverse=True)[:3]
     return sum(foreign.values()) / total, top
-
 
 
 class compiler_section:

@@ -297,8 +297,8 @@ class TimingReport(Model):
     """Timing rounds (a second one is taken before believing an impossible result)."""
     launch_overhead_ms: float = Field(ge=0)
     """The harness's own share of the candidate's wall time, subtracted before the wall is compared
-    with its events: an empty launch + sync here, the candidate process's round trip (at most
-    ``NOOP_CAP_MS``: a timed request without forward, output copy included)."""
+    with its events: the median round trip of timed calls without forward, made in the candidate's
+    process before the candidate was loaded (``kernelgate.worker.stages.CALIBRATION_CALLS``)."""
     launch_window_ms: float = Field(default=0.0, ge=0)
     """GPU idle time after each L2 flush, before the start event, for the host to enqueue the call."""
     stopped: Literal["converged", "max_reps", "max_seconds"] | None = None

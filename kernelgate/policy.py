@@ -42,10 +42,15 @@ class Policy(Model):
     """A flagged compute-bound candidate with no finding and LRE at least this is structural (codegen_gap)."""
     u_impossible: float = Field(default=1.1, gt=1)
     """Utilization at the fastest math mode above this, after a second timing: reject (exceeds_roofline)."""
-    wall_excess_factor: float = Field(default=3.0, gt=1)
-    """Reject as unsynchronized work when wall time (less launch overhead) exceeds this many event times..."""
-    wall_excess_floor_ms: float = Field(default=0.2, ge=0)
-    """...plus this much (host jitter on tiny kernels)."""
+    wall_excess_factor: float = Field(default=1.5, gt=1)
+    """Reject as unsynchronized work when the judge's clock around a timed call (less the harness's
+    own calibrated cost) exceeds this many of the candidate's own event times..."""
+    wall_excess_floor_ms: float = Field(default=1.0, ge=0)
+    """...plus this much: the resolution of the judge's clock across the process boundary (honest
+    kernels on the H200 left up to 0.62 ms unexplained for short calls and 1.08 ms for a 0.93 ms
+    one, ``benchmarks/results/boundary_h200.json``). Work a candidate hides outside its events
+    below this goes unseen by this check; it must still produce every timed output on fresh inputs
+    within the call."""
 
     @model_validator(mode="after")
     def _sane(self) -> Policy:

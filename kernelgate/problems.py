@@ -199,9 +199,19 @@ def _build_catalogue(spec: Problem, device: torch.device) -> BuiltProblem:
     )
 
 
-def _build_kernelbench(spec: Problem, device: torch.device, seed: int) -> BuiltProblem:
-    from kernelgate.adapters.kernelbench import load_problem_module
+CPU_COPIES = 8
+"""Without a GPU, a KernelBench file is screened only when this many copies of one call's data
+(inputs, output, parameters: the judge's trials, fp64 references, the candidate's own) fit the
+worker's host memory; otherwise the error names ``--shape`` and a shape that fits."""
 
+
+def _build_kernelbench(spec: Problem, device: torch.device, seed: int) -> BuiltProblem:
+    from kernelgate.adapters.kernelbench import check_footprint, load_problem_module
+
+    if device.type == "cpu":  # sized on the meta device first: a 6.4 GB input must not be drawn to fail
+        from kernelgate.worker.supervisor import default_host_memory_mb
+
+        check_footprint(spec.name, spec.shape, default_host_memory_mb() << 20, factor=CPU_COPIES)
     module = load_problem_module(spec.name, spec.shape)
     try:
         torch.manual_seed(seed)

@@ -153,7 +153,7 @@ def test_u_physics_at_limit_is_not_rejected():
 
 
 def test_unsynchronized_work_reject():
-    # t_candidate 1 ms: limit is 3 * 1 + 0.2 = 3.2 ms of wall excess
+    # t_candidate 1 ms: limit is 1.5 * 1 + 1.0 = 2.5 ms of wall excess
     d = decide(_metrics(t_candidate_ms=1.0), [], numerics_checked=True, wall_excess_ms=10.0)
     assert d.status is Status.reject
     assert d.reason is Reason.unsynchronized_work
@@ -161,9 +161,9 @@ def test_unsynchronized_work_reject():
 
 
 def test_wall_excess_within_limit_is_fine():
-    d = decide(_metrics(t_candidate_ms=1.0), [], numerics_checked=True, wall_excess_ms=3.1)
+    d = decide(_metrics(t_candidate_ms=1.0), [], numerics_checked=True, wall_excess_ms=2.4)
     assert d.status is Status.accept
-    d = decide(_metrics(t_candidate_ms=1.0), [], numerics_checked=True, wall_excess_ms=3.3)
+    d = decide(_metrics(t_candidate_ms=1.0), [], numerics_checked=True, wall_excess_ms=2.6)
     assert d.reason is Reason.unsynchronized_work
 
 

@@ -217,12 +217,15 @@ class Runner:
     def _arg(self, item: dict):
         return open_ref_cached(self, item["ref"]) if "ref" in item else item.get("value")
 
-    def call(self, req: dict) -> dict:
+    def call(self, req: dict, fn: Callable | None = None) -> dict:
         """One forward call: run it, report it, copy the output into the judge's slot."""
         from kernelgate import integrity
+        from kernelgate.dsl import LaunchLog
         from kernelgate.numerics import poisoned_allocations
 
         torch = self.torch
+        if self.log is None:  # a calibration call, before any candidate was loaded
+            self.log = LaunchLog()
         inputs = [self._arg(a) for a in req["inputs"]]
         self.log.reset()
         self.log.dry_run = bool(req.get("dry"))
@@ -232,10 +235,8 @@ class Runner:
         try:
             if req.get("profile"):
                 reply["profile"] = self._profile(inputs)
-            elif timed is not None and req.get("noop"):  # the harness's own cost: everything but forward
-                out = self._timed(inputs, timed, None, reply, fn=lambda *args: open_ref_cached(self, req["out"]))
             elif timed is not None:
-                out = self._timed(inputs, timed, recorder, reply)
+                out = self._timed(inputs, timed, recorder, reply, fn=fn)
             else:
                 with torch.no_grad(), (poisoned_allocations() if req.get("poison", True) and not self.log.dry_run
                                        else _null()):
@@ -296,15 +297,17 @@ class Runner:
         """One call under the profiler: device time outside the kernels this candidate's DSL compiled."""
         from kernelgate import integrity
 
-        names = list(self.log.counts.keys() or self.log.first.keys())
-        exact = set(names)
-        for name, launch in self.log.first.items():  # a compiled kernel's own symbol, where the plug-in has it
-            compiled = getattr(launch, "compiled", None)
-            symbol = getattr(compiled, "name", None) or getattr(getattr(compiled, "metadata", None), "name", None)
-            if isinstance(symbol, str):
-                exact.add(symbol)
-        found = integrity.gpu_kernel_share(self.fn, inputs, exact)
+        found = integrity.gpu_kernel_share(self.fn, inputs, _compiled_names(self.log))
         return list(found) if found is not None else None
+
+    def calibrate(self, req: dict) -> dict:
+        """A timed call that runs everything but forward (its output is the slot itself), asked for
+        before the candidate is loaded: what the harness costs per timed call, from a process
+        no candidate code has touched yet."""
+        if self.plugin is not None:
+            return {"type": "call", "error": {"reason": "runtime_error", "message": "calibration after load"}}
+        slot = open_ref_cached(self, req["out"])
+        return self.call(req, fn=lambda *args: slot)
 
     def recopy(self, req: dict) -> dict:
         out = self.kept.get(req["slot"])
@@ -359,6 +362,30 @@ class Runner:
             return None
         reason, message = found
         return {"reason": reason.value, "message": message + integrity.evidence_for(self.hits, reason)}
+
+
+_GLOBAL_RE = None
+
+
+def _compiled_names(log) -> set[str]:
+    """The exact names of the kernels the candidate's DSL compiled: the plug-in's launch names,
+    Triton's compiled symbols, and the ``__global__`` functions of TileLang's and CUDA's sources."""
+    import re
+
+    global _GLOBAL_RE
+    _GLOBAL_RE = _GLOBAL_RE or re.compile(r"__global__\s+(?:void\s+)?(?:__launch_bounds__\s*\([^)]*\)\s*)?"
+                                          r"(?:void\s+)?(\w+)\s*\(")
+    names = set(log.first.keys())
+    for launch in log.first.values():
+        compiled = getattr(launch, "compiled", None)
+        for symbol in (getattr(compiled, "name", None), getattr(getattr(compiled, "metadata", None), "name", None)):
+            if isinstance(symbol, str):
+                names.add(symbol)
+        kernel = getattr(launch, "kernel", None)
+        for source in (getattr(kernel, "kernel_source", None), getattr(kernel, "cuda_source", None)):
+            if isinstance(source, str):
+                names.update(_GLOBAL_RE.findall(source))
+    return names
 
 
 def open_ref_cached(runner: Runner, ref: dict):
@@ -472,7 +499,7 @@ def main() -> None:
     runner = Runner(workdir, send, flag)
     _compile_watch(flag)
     handlers = {"load": runner.load, "call": runner.call, "recopy": runner.recopy, "artifacts": runner.artifacts,
-                "ping": lambda req: {"type": "call"}, "check": runner.check}
+                "ping": lambda req: {"type": "call"}, "check": runner.check, "calibrate": runner.calibrate}
     for line in requests:
         received = time.perf_counter()
         req = json.loads(line)

@@ -110,6 +110,10 @@ def main() -> None:
         measurement = evaluate(job, Path(workdir), emit, candidate, wait_for_go=sys.stdin.readline)
     except ProblemError as exc:
         send({"type": "problem_error", "message": str(exc)})
+    except Exception as exc:  # the judge's own fault: the supervisor raises WorkerError, the candidate is not blamed
+        import traceback
+
+        send({"type": "judge_error", "message": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()[-1500:]}"})
     else:
         send({"type": "result", "measurement": measurement.model_dump(mode="json")})
     finally:

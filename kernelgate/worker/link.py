@@ -79,11 +79,14 @@ class CandidateProcess:
                                      f"{self.log_tail()[-400:]}")
 
     def freeze(self) -> None:
+        """Stop the candidate's process group, and return once its process has stopped (a signal is
+        delivered asynchronously: without the wait it could still run for a moment)."""
         if not self._stopped and self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGSTOP)
                 self._stopped = True
-            except (ProcessLookupError, PermissionError):
+                os.waitid(os.P_PID, self.proc.pid, os.WSTOPPED | os.WEXITED | os.WNOWAIT)
+            except (ProcessLookupError, PermissionError, ChildProcessError):
                 pass
 
     def refreeze_on_resume(self) -> None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -46,7 +47,7 @@ from kernelgate.models import (Environment, Failure, Finding, KernelArtifact, Me
                                NumericsReport, Reason, TrialResult)
 from kernelgate.numerics import changed_inputs, check_trial_output, same_values
 from kernelgate.problems import DISTRIBUTIONS, BuiltProblem, build_problem, randomize_state
-from kernelgate.timing import launch_overhead_ms, time_library_alone, time_split
+from kernelgate.timing import time_library_alone, time_split
 from kernelgate.worker.link import CandidateProcess, Unanswered
 from kernelgate.worker.protocol import CallReply, SharedSpace
 
@@ -56,11 +57,18 @@ RUN_DEADLINE_FACTOR = 20.0
 """A call's deadline on a GPU: this many times the reference's own time for the same call..."""
 RUN_DEADLINE_FLOOR_S = 5.0
 """...but never less than this (a first call's launch and a loaded machine)."""
-NOOP_CAP_MS = 1.5
-"""The most of the candidate process's measured round trip for a timed call without forward (the
-pipe, the signals, its syncs, events and the copy into the slot: ``Remote.noop_ms``) counted as
-harness overhead when its wall time is checked against its own event times: a process that
-answers slowly on purpose cannot buy itself more room than this."""
+KEEP_ALIVE_BYTES = 256 << 20
+"""Problems whose one call's data is at most this keep every trial's buffers allocated, so each
+trial gets addresses no earlier one had; larger ones free them (the memory budget wins)."""
+MEMORY_BUDGET_FACTOR = 3
+"""The judge keeps its own GPU memory within this many times the problem's footprint (inputs,
+output, parameters) beyond what a trial needs: fewer timing input sets for large problems."""
+CALIBRATION_CALLS = 12
+"""Timed calls without forward, made before the candidate is loaded (``Screen.calibrate``): their
+median round trip is the harness's own cost per timed call (the pipe, the signals, the syncs and
+events, the copy into the slot), subtracted from the candidate's wall time before the policy
+compares it with the candidate's own event times. Measured in the same process before any
+candidate code ran there, so a candidate cannot inflate it."""
 INTERFERENCE_RATIO = 1.15
 """The library timed beside the candidate may be this much slower than alone, plus ``INTERFERENCE_FLOOR_MS``."""
 INTERFERENCE_FLOOR_MS = 0.02
@@ -122,7 +130,9 @@ class Screen:
         self.candidate_peak: int | None = None
         self.footprint = 0
         self.phase_peaks: dict[str, int] = {}
+        self.judge_peak = 0
         self.cpu_numerics = True
+        self.calibration_ms = 0.0
         self.remote = Remote(self)
         self._clock = self._part = time.perf_counter()
 
@@ -134,6 +144,8 @@ class Screen:
         self._clock = self._part = now
         if self.cuda:
             self.phase_peaks[name] = int(torch.cuda.max_memory_allocated())
+            self.judge_peak = max(self.judge_peak, self.phase_peaks[name])
+            torch.cuda.reset_peak_memory_stats()
 
     def part_done(self, name: str) -> None:
         now = time.perf_counter()
@@ -170,6 +182,7 @@ class Screen:
             ref = problem.reference(*clones)
             _sync()
             took = time.perf_counter() - began
+            del clones
             ref64 = reference64(*[(x.double() if x.is_floating_point() else x.clone()) if isinstance(x, torch.Tensor)
                                   else x for x in inputs])
         return ref, ref64.double(), took
@@ -202,6 +215,7 @@ class Screen:
                        "host_memory_mb": self.opts.host_memory_mb or _default_host_memory_mb()},
         }
         self.link.host_memory_mb = float(self.opts.host_memory_mb or _default_host_memory_mb())
+        self.calibrate()
         reply = self.remote.ask(request, "load", deadline_s=self.opts.load_timeout_s)
         self.m.environment.dsl_versions = reply.versions
         self.cpu_numerics = bool(getattr(reply, "cpu_numerics", True))
@@ -212,6 +226,24 @@ class Screen:
             self.m.notes.append(reply.note)
         self.state_copied = reply.state_copied
         self.stage_done("load")
+
+    def calibrate(self) -> None:
+        """The harness's cost per timed call (``CALIBRATION_CALLS``), before any candidate code runs."""
+        if not self.cuda:
+            return
+        inputs = self.inputs("normal")
+        with torch.no_grad():
+            like = self.problem.reference(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+        given, slot = self.shared(inputs), self.remote.slot(like)
+        times = []
+        for _ in range(CALIBRATION_CALLS):
+            _sync()
+            began = time.perf_counter()
+            self.remote.call(given, None, "load", "a calibration call", timed={"window_cycles": 0}, out=slot,
+                             guard=False, record=True, poison=False, kind="calibrate")
+            times.append((time.perf_counter() - began) * 1e3)
+        self.calibration_ms = statistics.median(times[2:])  # the first calls open the shared memory
+        del inputs, like, given, slot
 
     # --- numerics --------------------------------------------------------------------------------
 
@@ -264,7 +296,8 @@ class Screen:
                 self.footprint = _footprint(inputs, ref, problem.reference)
             given = self.shared(inputs)
             out, reply = self.remote.call(given, ref, "numerics", f"trial {index + 1}", record=True)
-            alive.append((given, out))
+            if self.footprint <= KEEP_ALIVE_BYTES:
+                alive.append((given, out))
             if index == 0:
                 if sum(reply.launches.values()) == 0:
                     raise CandidateFailure(Reason.no_kernel_launched, f"forward launched no {self.job.candidate.dsl} "
@@ -281,7 +314,7 @@ class Screen:
                 m.cost = problem.cost(inputs, ref)
             self.per_call = dict(reply.launches)
             result = self._judge_output(distribution, out, reply, inputs, given, ref, ref64)
-            if not torch.isfinite(ref).any():
+            if not (torch.isfinite(ref) & torch.isfinite(ref64)).any():
                 m.notes.append(f"trial {distribution}: the reference is not finite on these inputs; trial skipped")
                 continue
             m.numerics.trials.append(result)
@@ -511,6 +544,9 @@ class Screen:
         """One timing of both sides (``kernelgate.timing.time_split``) with a check of every repetition."""
         problem, remote = self.problem, self.remote
         count = self.opts.timing_input_sets
+        per_set = 2 * self.footprint  # its pristine and shared inputs and its output slot, about
+        while count > 1 and per_set * count > MEMORY_BUDGET_FACTOR * self.footprint:
+            count -= 1
         pristine = [self.inputs("normal") for _ in range(count)]
         self._sets = sets = [self.shared(p) for p in pristine]
         like, _, _ = self.expected(pristine[0])
@@ -552,7 +588,7 @@ class Screen:
                 raise self.fail(Reason.recheck_mismatch, "a timed call's output on fresh inputs, against the "
                                 f"library's on the same inputs: {result.message}", "timing")
 
-        overhead = launch_overhead_ms() + min(NOOP_CAP_MS, remote.noop_ms(sets[0], slots[0]))
+        overhead = self.calibration_ms
         report = time_split(candidate, problem.reference, sets, refill=refill, check=check,
                           freeze=self.link.freeze, reps=self.opts.timing_reps, max_seconds=self.opts.timing_max_seconds,
                           rounds=rounds, adaptive=self.opts.timing_adaptive, min_reps=self.opts.timing_min_reps,
@@ -566,7 +602,7 @@ class Screen:
     def finish(self) -> None:
         if self.cuda and self.footprint:
             self.m.memory = MemoryReport(footprint_bytes=self.footprint,
-                                         judge_peak_bytes=int(torch.cuda.max_memory_allocated()),
+                                         judge_peak_bytes=max(self.judge_peak, int(torch.cuda.max_memory_allocated())),
                                          candidate_peak_bytes=self.remote.peak_bytes,
                                          judge_peak_by_phase=self.phase_peaks)
         self.space.close()
@@ -599,12 +635,12 @@ class Remote:
     def call(self, inputs: list, like: torch.Tensor | None, stage: str, label: str, *, record: bool = False,
              poison: bool = True, slot: int | None = None, profile: bool = False, dry: bool = False,
              timed: dict | None = None, out: torch.Tensor | None = None,
-             guard: bool = True) -> tuple[torch.Tensor | None, CallReply]:
+             guard: bool = True, kind: str = "call") -> tuple[torch.Tensor | None, CallReply]:
         """One forward call on shared ``inputs``; the output lands in ``out`` (a slot the caller
         filled) or in a fresh slot shaped like ``like``. ``guard=False`` skips the in-process guard's
         check (timed calls: the caller asks for it once afterwards, ``check``)."""
         screen = self.screen
-        request = {"type": "call", "inputs": [self.arg(x) for x in inputs], "when": f"after {label}",
+        request = {"type": kind, "inputs": [self.arg(x) for x in inputs], "when": f"after {label}",
                    "record": record, "poison": poison, "slot": slot, "profile": profile, "dry": dry, "timed": timed,
                    "guard": guard}
         if out is None and like is not None:
@@ -615,7 +651,12 @@ class Remote:
         self._absorb(reply)
         for found in (reply.violation, reply.error):
             if found is not None:
-                raise screen.fail(Reason(found.reason), found.message, stage)
+                message = found.message
+                if found.reason == Reason.out_of_memory.value and screen.cuda:
+                    message += (f" (the candidate's process had {(self.peak_bytes or 0) / 1e9:.2f} GB at its peak; "
+                                f"the judge {torch.cuda.max_memory_allocated() / 1e9:.2f} GB; the problem's data is "
+                                f"{screen.footprint / 1e9:.2f} GB)")
+                raise screen.fail(Reason(found.reason), message, stage)
         return out, reply
 
     def check(self, when: str, stage: str) -> None:
@@ -639,19 +680,6 @@ class Remote:
         out = self.screen.space.empty(like.shape, like.dtype)
         out.fill_(float("nan") if like.is_floating_point() else -1)
         return out
-
-    def noop_ms(self, inputs: list, out: torch.Tensor, count: int = 7) -> float:
-        """Median round trip of a timed request that runs everything but forward (the output slot
-        copied onto itself): what the harness costs per timed call, measured where it runs."""
-        times = []
-        request = {"type": "call", "inputs": [self.arg(x) for x in inputs], "out": self.arg(out)["ref"],
-                   "timed": {"window_cycles": 0}, "noop": True, "guard": False}
-        for _ in range(count):
-            _sync()
-            began = time.perf_counter()
-            self.ask(request, "timing", deadline_s=self.screen.call_deadline_s)
-            times.append((time.perf_counter() - began) * 1e3)
-        return sorted(times)[len(times) // 2]
 
     def _absorb(self, reply: CallReply) -> None:
         if reply.peak_bytes is not None:
@@ -725,22 +753,6 @@ def _footprint(inputs: list, output: torch.Tensor, reference) -> int:
     if isinstance(reference, torch.nn.Module):
         tensors += list(reference.parameters()) + list(reference.buffers())
     return int(sum(t.numel() * t.element_size() for t in tensors))
-
-
-def _copy_ms(like: torch.Tensor) -> float:
-    """The judge's own time to copy one output: the candidate's process copies it into the slot."""
-    scratch = torch.empty_like(like)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(3):
-        torch.cuda.synchronize()
-        start.record()
-        scratch.copy_(like)
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end))
-    del scratch
-    return sorted(times)[1]
 
 
 def _default_host_memory_mb() -> int:

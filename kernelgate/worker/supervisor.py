@@ -142,7 +142,7 @@ waits for another go-ahead there, so a pool can let a waiting timing in between 
 
 
 class _Record(Model):
-    type: Literal["started", "ready", "phase", "result", "problem_error"]
+    type: Literal["started", "ready", "phase", "result", "problem_error", "judge_error"]
     candidate_pid: int | None = None
     phase: str | None = None
     measurement: Measurement | None = None
@@ -343,7 +343,8 @@ class Worker:
         try:
             self._reader.close()
         finally:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+            if not os.environ.get("KERNELGATE_KEEP_WORKDIRS"):  # debugging: the judge's and candidate's logs stay
+                shutil.rmtree(self.workdir, ignore_errors=True)
 
     def _exit_text(self) -> str:
         code = self.proc.poll()
@@ -410,6 +411,9 @@ class Worker:
             elif record.type == "problem_error":
                 self.close()
                 raise ProblemError(record.message or "the problem could not be built")
+            elif record.type == "judge_error":
+                self.close()
+                raise WorkerError(f"the judge failed (a fault of the gate, not of the candidate): {record.message}")
         over_memory = outcome is None and self._peak_rss_mb > (self._memory_limit_mb or float("inf"))
         timed_out = outcome is None and not over_memory and time.monotonic() >= deadline
         if outcome is None:

@@ -1,0 +1,45 @@
+"""The judge's handle on the candidate's process: deadlines, deaths and stops, with real processes."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from kernelgate.worker.link import CandidateProcess, Unanswered
+from kernelgate.worker.supervisor import child_environment
+
+
+@pytest.fixture()
+def process(tmp_path):
+    proc = CandidateProcess(tmp_path, child_environment(dict(os.environ), tmp_path))
+    proc.start(timeout=120)
+    yield proc
+    proc.kill()
+
+
+def test_a_ping_is_answered_and_the_process_is_stopped_afterwards(process):
+    reply = process.ask({"type": "ping"}, deadline_s=30)
+    assert reply.type == "call"
+    with open(f"/proc/{process.pid}/stat") as stat:
+        assert stat.read().split(")")[1].split()[0] == "T"  # stopped between requests
+
+
+def test_a_process_that_dies_is_reported_as_such(process):
+    os.kill(process.pid, 9)
+    with pytest.raises(Unanswered) as caught:
+        process.ask({"type": "ping"}, deadline_s=30)
+    assert caught.value.why == "died" and "SIGKILL" in caught.value.message
+
+
+def test_a_request_past_its_deadline_kills_the_process(process, monkeypatch):
+    # a check request before load: the runner answers at once; a stopped process cannot
+    process.thaw()
+    os.kill(process.pid, 19)  # SIGSTOP behind the link's back: it will not answer
+    monkeypatch.setattr(process, "thaw", lambda: None)
+    began = time.monotonic()
+    with pytest.raises(Unanswered) as caught:
+        process.ask({"type": "ping"}, deadline_s=1.0)
+    assert caught.value.why == "timeout" and time.monotonic() - began < 10
+    assert process.proc.poll() is not None
