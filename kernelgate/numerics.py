@@ -16,6 +16,7 @@ catalogue op's ``tolerance``, e.g. TF32 matmul); ``TOLERANCES`` is the default p
 from __future__ import annotations
 
 import contextlib
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -59,27 +60,63 @@ def poisoned_allocations():
         det.fill_uninitialized_memory = previous[2]
 
 
-def normalized_error(out: torch.Tensor, ref64: torch.Tensor, tol: Tolerance) -> tuple[float, float]:
-    """(max abs error, normalized error) of ``out`` against the fp64 reference.
+CHUNK_ELEMENTS = 1 << 25
+"""Comparisons run over slices of this many elements (fp64 temporaries of 256 MB), so checking a
+6.4 GB output takes a few slices' memory, not several copies of the whole."""
 
-    Integer and boolean outputs are compared exactly: the normalized error is the max abs error / 0.5.
+
+def _slices(*tensors: torch.Tensor):
+    """Matching flat slices of tensors of one shape."""
+    flat = [t.reshape(-1) for t in tensors]
+    total = flat[0].numel()
+    for start in range(0, total, CHUNK_ELEMENTS):
+        yield [f[start:start + CHUNK_ELEMENTS] for f in flat]
+
+
+def normalized_error(out: torch.Tensor, ref64: torch.Tensor, tol: Tolerance, *, rms: float | None = None,
+                     mask: torch.Tensor | None = None) -> tuple[float, float]:
+    """(max abs error, normalized error) of ``out`` against the fp64 reference, over ``mask``.
+
+    normalized_error = max_i |c_i - r_i| / (atol * rms(r) + rtol * |r_i|), in slices. Integer and
+    boolean outputs are compared exactly: the normalized error is the max abs error / 0.5.
     """
-    diff = (out.double() - ref64).abs()
-    if not (out.is_floating_point() or out.is_complex()):
-        worst = float(diff.max()) if diff.numel() else 0.0
-        return worst, worst / 0.5
-    rms = float(ref64.pow(2).mean().sqrt()) if ref64.numel() else 0.0
-    bound = tol.atol * max(rms, 1e-30) + tol.rtol * ref64.abs()
-    return float(diff.max()), float((diff / bound).max())
+    integer = not (out.is_floating_point() or out.is_complex())
+    mask = mask if mask is not None else torch.ones(out.shape, dtype=torch.bool, device=out.device)
+    if rms is None:
+        rms = _rms_masked(ref64, mask)
+    worst_abs, worst_norm = 0.0, 0.0
+    for c, r, m in _slices(out, ref64, mask):
+        if not bool(m.any()):
+            continue
+        c, r = c[m].double(), r[m].double()
+        diff = (c - r).abs()
+        worst_abs = max(worst_abs, float(diff.max()))
+        if not integer:
+            worst_norm = max(worst_norm, float((diff / (tol.atol * max(rms, 1e-30) + tol.rtol * r.abs())).max()))
+    if integer:
+        return worst_abs, worst_abs / 0.5
+    return worst_abs, worst_norm
 
 
 def _is_constant(t: torch.Tensor) -> bool:
-    return t.numel() > 1 and bool((t == t.reshape(-1)[0]).all())
+    if t.numel() <= 1:
+        return False
+    first = t.reshape(-1)[0]
+    return all(bool((piece == first).all()) for (piece,) in _slices(t))
 
 
-def check_trial_output(distribution: str, out: object, ref: torch.Tensor, ref64: torch.Tensor,
+def _all_zero(t: torch.Tensor) -> bool:
+    return all(bool((piece == 0).all()) for (piece,) in _slices(t))
+
+
+def check_trial_output(distribution: str, out: object, ref: torch.Tensor, ref64: torch.Tensor | None,
                        tol: Tolerance) -> TrialResult:
-    """Every rule a candidate's output must pass, in the order that gives the clearest reason."""
+    """Every rule a candidate's output must pass, in the order that gives the clearest reason.
+
+    ``ref64`` is the fp64 reference; None takes the library's own output ``ref`` in its place (the
+    timed repetitions, whose expected output is the library's on the same inputs). Large outputs
+    are checked in slices (``CHUNK_ELEMENTS``).
+    """
 
     def fail(reason: Reason, message: str, **errors) -> TrialResult:
         return TrialResult(distribution=distribution, passed=False, reason=reason, message=message, **errors)
@@ -95,36 +132,49 @@ def check_trial_output(distribution: str, out: object, ref: torch.Tensor, ref64:
         return fail(Reason.wrong_dtype, f"output dtype {out.dtype}, reference {ref.dtype}")
     if out.device != ref.device:
         return fail(Reason.wrong_output_type, f"output on {out.device}, reference on {ref.device}")
+    exact = ref64 if ref64 is not None else ref
     # where the library's own result in this dtype overflows, the candidate's may too
-    finite_ref = torch.isfinite(ref64) & torch.isfinite(ref)
-    bad = ~torch.isfinite(out) & finite_ref
-    if bool(bad.any()):
-        count = int(bad.sum())
-        return fail(Reason.nonfinite_output, f"{count} of {out.numel()} output elements are NaN or Inf where the "
+    finite_ref = torch.empty(out.shape, dtype=torch.bool, device=out.device)
+    bad_count, finite_count = 0, 0
+    for f, r, r64, c in _slices(finite_ref, ref, exact, out):
+        f.copy_(torch.isfinite(r64) & torch.isfinite(r))
+        bad_count += int((~torch.isfinite(c) & f).sum())
+        finite_count += int(f.sum())
+    if bad_count:
+        return fail(Reason.nonfinite_output, f"{bad_count} of {out.numel()} output elements are NaN or Inf where the "
                     "reference is finite (outputs are poisoned with NaN before the run: unwritten elements show "
                     "as NaN)")
     # trivial where the exact result is, or where the library's own result in this dtype is (a bf16
     # sum of large values rounds every row to one number)
-    ref_trivial = bool((ref64 == 0).all()) or _is_constant(ref64) or bool((ref == 0).all()) or _is_constant(ref)
-    if not ref_trivial and bool((out == 0).all()):
-        return fail(Reason.trivial_output, f"output is all zeros; the reference's max |y| is {float(ref64.abs().max()):.3g}")
+    ref_trivial = _all_zero(exact) or _is_constant(exact) or _all_zero(ref) or _is_constant(ref)
+    if not ref_trivial and _all_zero(out):
+        largest = max(float(piece.abs().max()) for (piece,) in _slices(exact)) if exact.numel() else 0.0
+        return fail(Reason.trivial_output, f"output is all zeros; the reference's max |y| is {largest:.3g}")
     if not ref_trivial and _is_constant(out):
         return fail(Reason.trivial_output, f"output is the constant {float(out.reshape(-1)[0]):.6g}; the reference is not constant")
-    mask = finite_ref
-    if not bool(mask.any()):  # nothing finite to compare: the caller skips such a trial
+    if not finite_count:  # nothing finite to compare: the caller skips such a trial
         return TrialResult(distribution=distribution, passed=True)
-    abs_err, norm_err = normalized_error(out[mask], ref64[mask], tol)
-    _, ref_err = normalized_error(ref[mask], ref64[mask], tol)
+    rms = _rms_masked(exact, finite_ref)
+    abs_err, norm_err = normalized_error(out, exact, tol, rms=rms, mask=finite_ref)
+    ref_err = normalized_error(ref, exact, tol, rms=rms, mask=finite_ref)[1] if ref64 is not None else 0.0
     errors = dict(max_abs_error=abs_err, normalized_error=norm_err, reference_normalized_error=ref_err)
     if norm_err > 1.0 and norm_err > 2.0 * ref_err and not (out.is_floating_point() or out.is_complex()):
-        wrong = int(((out[mask].double() - ref64[mask]) != 0).sum())
-        return fail(Reason.numerics_mismatch, f"{wrong} of {int(mask.sum())} integer output elements differ from the "
+        wrong = sum(int((c[m].double() != r[m].double()).sum()) for c, r, m in _slices(out, exact, finite_ref))
+        return fail(Reason.numerics_mismatch, f"{wrong} of {finite_count} integer output elements differ from the "
                     f"fp64 reference's (max difference {abs_err:.6g}); integer outputs must match exactly", **errors)
     if norm_err > 1.0 and norm_err > 2.0 * ref_err:
         return fail(Reason.numerics_mismatch, f"max |candidate - fp64 reference| = {abs_err:.3g}, {norm_err:.3g}x the "
                     f"tolerance (atol {tol.atol:g} x rms, rtol {tol.rtol:g}); the library in this dtype is at "
                     f"{ref_err:.3g}x", **errors)
     return TrialResult(distribution=distribution, passed=True, **errors)
+
+
+def _rms_masked(ref64: torch.Tensor, mask: torch.Tensor) -> float:
+    total, count = 0.0, 0
+    for r, m in _slices(ref64, mask):
+        total += float(r[m].double().pow(2).sum())
+        count += int(m.sum())
+    return math.sqrt(total / count) if count else 0.0
 
 
 def compare(distribution: str, candidate: Callable, reference: Callable, reference64: Callable,

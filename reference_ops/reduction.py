@@ -106,8 +106,17 @@ def argmin_dim1(x: torch.Tensor) -> torch.Tensor:
 
 
 def _near_one(inputs: list[torch.Tensor], s: dict[str, int]) -> list[torch.Tensor]:
-    """``x -> 1 + x / dim1`` (computed in fp32, stored in the input's dtype)."""
-    return [(1.0 + x.float() / s["dim1"]).to(x.dtype) for x in inputs]
+    """``x -> 1 + z / dim1``, z the draw standardized when its spread is far from 1 (the wide-scale
+    and large-offset draws: otherwise the product of 4096 factors overflows or stays 1), computed in
+    fp32 and stored in the input's dtype."""
+    out = []
+    for x in inputs:
+        z = x.float()
+        mean, std = float(z.mean()), float(z.std()) if z.numel() > 1 else 1.0
+        if abs(mean) > 40 or not 0.1 < std < 40:
+            z = (z - mean) / (std if std > 0 else 1.0)
+        out.append((1.0 + z / s["dim1"]).to(x.dtype))
+    return out
 
 
 @_reduce_op("prod", (),  # KernelBench replaced its product reduction (old 50) by a convolution
