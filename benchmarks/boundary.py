@@ -56,19 +56,29 @@ def main(argv: list[str] | None = None) -> int:
                        window_ms=t.launch_window_ms, reps=c.reps)
         if verdict.memory is not None:
             row["memory"] = verdict.memory.model_dump()
+        row["seconds_excluding_compile"] = round(seconds - float(verdict.seconds.get("compile", 0.0)), 3)
         rows.append(row)
+        _write(args.out, argv, rows)
         print(json.dumps({k: row.get(k) for k in ("name", "status", "reason", "seconds", "event_median_ms",
                                                   "judge_wall_median_ms", "runner_median_ms", "overhead_ms", "unexplained_ms",
                                                   "library_median_ms", "library_alone_ms")}), flush=True)
         if row["message"]:
             print("   ", row["message"][:300], flush=True)
+    _write(args.out, argv, rows)
+    return 0
+
+
+def _write(out: Path, argv: list[str] | None, rows: list[dict]) -> None:
+    """The record so far (rewritten after every screen, so a cut run keeps what finished)."""
     unexplained = [r["unexplained_ms"] for r in rows if "unexplained_ms" in r]
+    seconds = [r["seconds_excluding_compile"] for r in rows]
     record = {**run_header("python benchmarks/boundary.py", argv), "rows": rows,
               "unexplained_ms": {"median": statistics.median(unexplained), "max": max(unexplained),
-                                 "min": min(unexplained)} if unexplained else None}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(record, indent=1))
-    return 0
+                                 "min": min(unexplained)} if unexplained else None,
+              "seconds_per_screen_excluding_compile_median": statistics.median(seconds) if seconds else None,
+              "rejected": [r["name"] for r in rows if r["status"] == "reject"]}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=1))
 
 
 if __name__ == "__main__":

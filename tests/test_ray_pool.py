@@ -130,7 +130,7 @@ def test_a_task_that_dies_twice_is_reported_as_an_error(local_ray, monkeypatch, 
     assert len(list(runs.iterdir())) == 2
 
 
-def _our_kernelgate_workers(cache_dir: str) -> dict[int, Path]:
+def _our_kernelgate_workers(cache_dir: str, module: str = "kernelgate.worker.judge") -> dict[int, Path]:
     """Live kernelgate worker processes started under this module's Ray (found by their cache dir),
     with their work dirs (``python -m kernelgate.worker.judge FD WORKDIR``)."""
     found = {}
@@ -140,8 +140,8 @@ def _our_kernelgate_workers(cache_dir: str) -> dict[int, Path]:
             environ = (proc / "environ").read_bytes().split(b"\0")
         except (OSError, ValueError):
             continue
-        if b"kernelgate.worker.judge" in args and f"KERNELGATE_CACHE_DIR={cache_dir}".encode() in environ:
-            found[int(proc.name)] = Path(args[args.index(b"kernelgate.worker.judge") + 2].decode())
+        if module.encode() in args and f"KERNELGATE_CACHE_DIR={cache_dir}".encode() in environ:
+            found[int(proc.name)] = Path(args[args.index(module.encode()) + 2].decode())
     return found
 
 
@@ -167,11 +167,14 @@ def test_stopping_early_cancels_running_tasks_and_kills_their_workers(local_ray)
     assert first.index == 1 and first.verdict.reason is Reason.syntax_error
     def both_hanging() -> bool:  # each worker has its job (the candidate is written to its work dir)
         workers = _our_kernelgate_workers(cache_dir)
-        return len(workers) == 2 and all((workdir / "candidate.py").exists() for workdir in workers.values())
+        return len(workers) == 2 and all((workdir / "candidate" / "candidate.py").exists()
+                                         for workdir in workers.values())
 
     assert _wait_for(both_hanging, 30)
     stream.close()  # cancels both tasks
     assert _wait_for(lambda: not _our_kernelgate_workers(cache_dir), 15), "a cancelled task left its worker"
+    assert _wait_for(lambda: not _our_kernelgate_workers(cache_dir, "kernelgate.worker.candidate"), 15), \
+        "a cancelled task left its candidate's process"
     began = time.perf_counter()
     (again,) = screen_many_ray([(Candidate(source=fast, name="after"), PROBLEM)])
     assert again.verdict.reason is Reason.syntax_error
