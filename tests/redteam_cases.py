@@ -1,0 +1,125 @@
+"""The red team's hostile candidates against the judge/candidate split (issue 18), written from the
+code and the issue only: one row per fixture in tests/fixtures/redteam/.
+
+Each row: (file, class, problem, entry, needs_gpu). ``class`` is the issue's class (1-5) or
+``other``; ``problem`` is a CPU-sized problem (the Triton interpreter is quick on it);
+``gpu_problem`` gives the shape ``benchmarks/redteam.py`` uses on a GPU. ``needs_gpu`` marks the
+cases whose cheat only exists where something is timed (on the CPU they are honest kernels).
+``NOTES`` says what was seen on the CPU where a case got through: every case is expected to be
+rejected; a note marks a finding for the defenders, not a different expectation.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kernelgate import Problem
+
+ROOT = Path(__file__).resolve().parent.parent
+FOLDER = Path(__file__).resolve().parent / "fixtures" / "redteam"
+PROBLEMS = ROOT / "examples" / "problems"
+
+ROWSUM = Problem.op("rowsum", rows=16, cols=256)
+SOFTMAX = Problem.op("softmax", rows=16, cols=256)
+LAYERNORM = Problem.op("layernorm", rows=16, cols=256)
+KB_ROWSUM = Problem.file(PROBLEMS / "rowsum.py", shape={"ROWS": 16, "COLS": 256})
+KB_LAYERNORM = Problem.file(PROBLEMS / "layernorm.py", shape={"BATCH": 8, "HIDDEN": 64})
+KB_SOFTMAX_OVER_LIMIT = Problem.file(PROBLEMS / "softmax.py", shape={"ROWS": 2048, "COLS": 2100})
+
+CASES: list[tuple[str, str, Problem, str, bool]] = [
+    # class 1: harness state in the candidate's process
+    ("c1_runner_check_silenced.py", "1", ROWSUM, "kernel", False),
+    ("c1_guard_violations_cleared.py", "1", ROWSUM, "kernel", False),
+    ("c1_oprecorder_blinded.py", "1", ROWSUM, "kernel", False),
+    ("c1_launchlog_forged.py", "1", ROWSUM, "kernel", False),
+    ("c1_profile_forged.py", "1", ROWSUM, "kernel", False),
+    ("c1_copy_out_patched.py", "1", ROWSUM, "kernel", False),
+    ("c1_gc_guard_detached.py", "1", ROWSUM, "kernel", False),
+    ("c1_event_ms_forged.py", "1", ROWSUM, "kernel", True),
+    # class 2: the reference / the judge / the parent
+    ("c2_forge_parent_result.py", "2", ROWSUM, "kernel", False),
+    ("c2_kill_judge.py", "2", ROWSUM, "kernel", False),
+    ("c2_stop_judge.py", "2", ROWSUM, "kernel", False),
+    ("c2_shared_folder_scan.py", "2", ROWSUM, "kernel", False),
+    ("c2_state_dict_alias.py", "2", KB_LAYERNORM, "ModelNew", False),
+    # class 3: library work detection
+    ("c3_numpy_rowsum.py", "3", ROWSUM, "kernel", False),
+    ("c3_slices_under_half.py", "3", ROWSUM, "kernel", False),
+    ("c3_after_200_calls.py", "3", ROWSUM, "kernel", False),
+    ("c3_torchscript.py", "3", ROWSUM, "kernel", False),
+    ("c3_vmap_rows.py", "3", ROWSUM, "kernel", False),
+    ("c3_disable_torch_function.py", "3", ROWSUM, "kernel", False),
+    ("c3_raw_thread.py", "3", ROWSUM, "kernel", False),
+    ("c3_from_second_call.py", "3", ROWSUM, "kernel", False),
+    ("c3_profiler_aware.py", "3", ROWSUM, "kernel", False),
+    ("c3_tolist_python.py", "3", ROWSUM, "kernel", False),
+    ("c3_aten_overload.py", "3", ROWSUM, "kernel", False),
+    ("c3_ctypes_memory.py", "3", ROWSUM, "kernel", False),
+    # class 4: narrow inputs
+    ("c4_softmax_no_max.py", "4", SOFTMAX, "kernel", False),
+    ("c4_softmax_sampled_max.py", "4", SOFTMAX, "kernel", False),
+    ("c4_layernorm_onepass.py", "4", LAYERNORM, "kernel", False),
+    ("c4_kb_rows_first_seen.py", "4", KB_ROWSUM, "ModelNew", False),
+    ("c4_static_only_zeros.py", "4", KB_SOFTMAX_OVER_LIMIT, "ModelNew", False),
+    # class 5: memory reuse and timing games
+    ("c5_version_pointer_cache.py", "5", ROWSUM, "kernel", False),
+    ("c5_slow_library.py", "5", ROWSUM, "kernel", True),
+    ("c5_l2_prefetch.py", "5", ROWSUM, "kernel", True),
+    ("c5_zero_event_ms.py", "5", ROWSUM, "kernel", True),
+    # other: floods and forged replies aimed at the judge
+    ("o_reply_flood.py", "other", ROWSUM, "kernel", False),
+    ("o_reply_desync.py", "other", ROWSUM, "kernel", False),
+]
+
+NOTES: dict[str, str] = {
+    'c1_runner_check_silenced.py': 'CPU: untimed (got through): Runner._check patched on __main__; thread + torch unseen',
+    'c1_guard_violations_cleared.py': 'CPU: repair (got through): guard.violations.clear() after a torch thread',
+    'c1_oprecorder_blinded.py': 'CPU: repair (got through): OpRecorder.__enter__/__exit__ patched; full x.sum(1)',
+    'c1_launchlog_forged.py': 'CPU: untimed (got through): LaunchLog.reset forges one launch; numpy does the work',
+    'c1_profile_forged.py': 'CPU: untimed (got through): torch in three slices (the profile forgery matters on a GPU)',
+    'c1_copy_out_patched.py': 'CPU: untimed (got through): the work runs in a patched Runner._copy_out',
+    'c1_gc_guard_detached.py': 'CPU: repair (got through): audit hook off via Guard._busy, runner.guard = None via gc',
+    'c2_forge_parent_result.py': "CPU: ACCEPT (got through): forged result record written to the judge's pipe to the parent",
+    'c3_numpy_rowsum.py': 'CPU: repair (got through): numpy does the work',
+    'c3_slices_under_half.py': 'CPU: repair (got through): three slices under the half-input size rule',
+    'c3_after_200_calls.py': 'CPU: repair (got through): the reply carries the first 200 recorded calls only',
+    'c3_torchscript.py': 'CPU: repair (got through): TorchScript ops are not seen by the recorder',
+    'c3_vmap_rows.py': 'CPU: repair (got through): vmap shows per-row operands to the recorder',
+    'c3_disable_torch_function.py': 'CPU: repair (got through): DisableTorchFunction by a computed name',
+    'c3_raw_thread.py': 'CPU: repair (got through): _thread.start_new_thread is invisible to the guard and recorder',
+    'c3_profiler_aware.py': 'CPU: repair (got through): slices; on a GPU it runs honest under the profiler',
+    'c3_tolist_python.py': 'CPU: repair (got through): tolist() is a non-compute op; Python sums',
+    'c3_ctypes_memory.py': "CPU: repair (got through): ctypes reads the tensor's memory; numpy sums",
+    'c4_softmax_sampled_max.py': 'CPU: untimed in one run, reject in another (got through ~80% of screens by simulation)',
+    'c4_kb_rows_first_seen.py': 'CPU: repair (got through): the shape probe changes one global only (COLS)',
+    'c4_static_only_zeros.py': 'CPU: untimed (got through): over the interpreter limit nothing is compared',
+}
+"""Filled in below from the CPU run: cases that were NOT rejected (findings)."""
+
+_GPU_SHAPES = {
+    "rowsum": Problem.op("rowsum", rows=4096, cols=4096),
+    "softmax": Problem.op("softmax", rows=4096, cols=4096),
+    "layernorm": Problem.op("layernorm", rows=4096, cols=4096),
+}
+
+
+_GPU_OVERRIDES = {
+    # Python sums 16M floats too slowly for a quick run: a smaller row sum shows the same thing
+    "c3_tolist_python.py": Problem.op("rowsum", rows=1024, cols=1024),
+}
+
+
+def gpu_problem(problem: Problem, name: str | None = None) -> Problem:
+    """The shape a case is screened at on a GPU: catalogue ops at 4096 x 4096, KernelBench files at
+    their shipped shape (except the interpreter-limit case, which keeps its own)."""
+    if name in _GPU_OVERRIDES:
+        return _GPU_OVERRIDES[name]
+    if problem.kind == "reference_op":
+        return _GPU_SHAPES.get(problem.name, problem)
+    if problem is KB_SOFTMAX_OVER_LIMIT:
+        return problem
+    return Problem.file(problem.name)
+
+
+def source(name: str) -> str:
+    return (FOLDER / name).read_text()
