@@ -119,11 +119,13 @@ def _verdict(candidate: Candidate, problem: Problem, dsl: str | None, m: Measure
     if m.failure is not None:
         status, reason, confidence = Status.reject, m.failure.reason, 0.95
     else:
-        wall_excess = 0.0
+        wall_excess, resolution = 0.0, 0.0
         if m.timing is not None:
             wall_excess = max(0.0, m.timing.candidate.wall_median_ms - m.timing.launch_overhead_ms)
+            resolution = m.timing.wall_resolution_ms or 0.0
         checked = bool(m.numerics and m.numerics.checked)
-        decision = decide(metrics, findings, numerics_checked=checked, wall_excess_ms=wall_excess, policy=policy)
+        decision = decide(metrics, findings, numerics_checked=checked, wall_excess_ms=wall_excess, policy=policy,
+                          wall_resolution_ms=resolution)
         status, reason, confidence = decision.status, decision.reason, decision.confidence
         findings, message = decision.findings, decision.message
     if counters is not None and metrics is not None:

@@ -713,13 +713,15 @@ def large_copies(copies: list[tuple[str, int]], problem_elements: int, share: fl
 
 
 def heavy_ops(calls: list[tuple[str, int]], problem_elements: int, share: float = 0.5) -> list[str]:
-    """Compute calls whose operands hold at least ``share`` of the problem's largest input."""
+    """Compute calls that together touched at least ``share`` of the problem's largest input: one
+    big call, or the same work cut into slices (a third of the rows at a time)."""
     limit = max(1, int(share * problem_elements))
     seen: dict[str, int] = {}
     for name, size in calls:
-        if size >= limit:
-            seen[name] = max(seen.get(name, 0), size)
-    return [f"{name} on {size:,} elements" for name, size in seen.items()]
+        seen[name] = seen.get(name, 0) + size
+    if sum(seen.values()) < limit:
+        return []
+    return [f"{name} on {size:,} elements in all" for name, size in sorted(seen.items(), key=lambda kv: -kv[1])]
 
 
 def kernel_identity(profiler_name: str) -> str:

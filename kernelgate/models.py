@@ -297,8 +297,8 @@ class TimingReport(Model):
     """Timing rounds (a second one is taken before believing an impossible result)."""
     launch_overhead_ms: float = Field(ge=0)
     """The harness's own share of the candidate's wall time, subtracted before the wall is compared
-    with its events: the median round trip of timed calls without forward, made in the candidate's
-    process before the candidate was loaded (``kernelgate.worker.stages.CALIBRATION_CALLS``)."""
+    with its events: the median round trip of timed calls without forward at the same idle window,
+    made in the candidate's process before the candidate was loaded (``Screen.calibrate``)."""
     launch_window_ms: float = Field(default=0.0, ge=0)
     """GPU idle time after each L2 flush, before the start event, for the host to enqueue the call."""
     stopped: Literal["converged", "max_reps", "max_seconds"] | None = None
@@ -306,6 +306,9 @@ class TimingReport(Model):
     asked precision, ``kernelgate.timing.enough_samples``), ``max_reps`` (the cap on repetitions) or
     ``max_seconds`` (the time budget). None in reports made before this was recorded. The
     repetitions taken are ``TimeStats.reps``."""
+    wall_resolution_ms: float | None = None
+    """The spread of the harness's own round trip (calibration, before the candidate was loaded):
+    how finely the judge's clock can corroborate the candidate's events (``Policy.wall_resolution_multiple``)."""
     runner_median_ms: float | None = None
     """The candidate process's own account of its host time per timed request, less the window
     (diagnosis: the judge's wall less this is the pipe and the signals)."""

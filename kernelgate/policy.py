@@ -45,12 +45,12 @@ class Policy(Model):
     wall_excess_factor: float = Field(default=1.5, gt=1)
     """Reject as unsynchronized work when the judge's clock around a timed call (less the harness's
     own calibrated cost) exceeds this many of the candidate's own event times..."""
-    wall_excess_floor_ms: float = Field(default=1.0, ge=0)
-    """...plus this much: the resolution of the judge's clock across the process boundary (honest
-    kernels on the H200 left up to 0.62 ms unexplained for short calls and 1.08 ms for a 0.93 ms
-    one, ``benchmarks/results/boundary_h200.json``). Work a candidate hides outside its events
-    below this goes unseen by this check; it must still produce every timed output on fresh inputs
-    within the call."""
+    wall_excess_floor_ms: float = Field(default=0.15, ge=0)
+    """...plus the larger of this and ``wall_resolution_multiple`` times the measured spread of the
+    harness's round trip (``TimingReport.wall_resolution_ms``, calibrated before the candidate was
+    loaded): work hidden outside the candidate's events below that goes unseen by this check (it
+    must still produce every timed output on fresh inputs within the call)."""
+    wall_resolution_multiple: float = Field(default=3.0, ge=0)
 
     @model_validator(mode="after")
     def _sane(self) -> Policy:
@@ -72,12 +72,14 @@ class Decision:
     """Why, for an impossible or unsynchronized timing."""
 
 
-def _timing_reject(metrics: Metrics, wall_excess_ms: float, event_ms: float, policy: Policy) -> Decision | None:
+def _timing_reject(metrics: Metrics, wall_excess_ms: float, event_ms: float, policy: Policy,
+                   resolution_ms: float = 0.0) -> Decision | None:
     if metrics.u_physics > policy.u_impossible:
         return Decision(Status.reject, Reason.exceeds_roofline, 0.9, [],
                         f"measured {metrics.t_candidate_ms:.4g} ms, below the physical floor at the fastest math "
                         f"mode (U = {metrics.u_physics:.2f} > {policy.u_impossible}) in two timings")
-    if wall_excess_ms > policy.wall_excess_factor * event_ms + policy.wall_excess_floor_ms:
+    floor = max(policy.wall_excess_floor_ms, policy.wall_resolution_multiple * resolution_ms)
+    if wall_excess_ms > policy.wall_excess_factor * event_ms + floor:
         return Decision(Status.reject, Reason.unsynchronized_work, 0.8, [],
                         f"wall-clock {wall_excess_ms:.4g} ms under a device sync vs {event_ms:.4g} ms by events: work "
                         "ran outside the timed stream")
@@ -85,7 +87,7 @@ def _timing_reject(metrics: Metrics, wall_excess_ms: float, event_ms: float, pol
 
 
 def decide(metrics: Metrics | None, findings: list[Finding], *, numerics_checked: bool,
-           wall_excess_ms: float = 0.0, policy: Policy = DEFAULT_POLICY) -> Decision:
+           wall_excess_ms: float = 0.0, policy: Policy = DEFAULT_POLICY, wall_resolution_ms: float = 0.0) -> Decision:
     """Status of a candidate that passed numerics (or could not be checked)."""
     repairable = [f for f in findings if f.kind == "repairable"]
     structural = [f for f in findings if f.kind == "structural"]
@@ -95,7 +97,7 @@ def decide(metrics: Metrics | None, findings: list[Finding], *, numerics_checked
         if repairable:
             return Decision(Status.repair, None, 0.4, findings)
         return Decision(Status.untimed, None, 0.5 if numerics_checked else 0.2, findings)
-    rejected = _timing_reject(metrics, wall_excess_ms, metrics.t_candidate_ms, policy)
+    rejected = _timing_reject(metrics, wall_excess_ms, metrics.t_candidate_ms, policy, wall_resolution_ms)
     if rejected is not None:
         return rejected
     flag_lre = metrics.lre < policy.lre_min

@@ -29,7 +29,7 @@ import torch
 from kernelgate.models import TimeStats, TimingReport
 from kernelgate.stats import enough_samples, lre_interval, median_interval  # noqa: F401  (re-exported)
 
-__all__ = ["time_pair", "time_split", "time_library_alone", "launch_overhead_ms", "sleep_cycles_per_ms", "stats", "lre_interval", "median_interval",
+__all__ = ["time_pair", "time_split", "split_window", "SPLIT_WINDOWS_MS", "time_library_alone", "launch_overhead_ms", "sleep_cycles_per_ms", "stats", "lre_interval", "median_interval",
            "enough_samples"]
 
 L2_FLUSH_BYTES = 256 << 20
@@ -191,12 +191,25 @@ def time_pair(candidate: Callable, library: Callable, input_sets: list[list], *,
                         launch_window_ms=window_ms if window_cycles else 0.0)
 
 
+SPLIT_WINDOWS_MS = (0.2, 0.5, 1.0, 2.0, 5.0)
+"""The idle windows a candidate in its own process is timed with: the window ``launch_window``
+asks for, rounded up to one of these, whose harness cost was calibrated before the candidate was
+loaded (the GPU's sleep lasts longer than its nominal length when the clocks are low)."""
+
+
+def split_window(least_ms: float, warm_host_ms: Sequence[float]) -> float:
+    """``launch_window``, rounded up to a calibrated ``SPLIT_WINDOWS_MS`` step."""
+    wanted = launch_window(least_ms, warm_host_ms)
+    return next((w for w in SPLIT_WINDOWS_MS if w >= wanted - 1e-9), SPLIT_WINDOWS_MS[-1])
+
+
 def time_split(candidate: Callable[[int, int, bool], tuple[object, object]], library: Callable,
                input_sets: list[list], *, refill: Callable[[int], None],
                check: Callable[[int, object, object, object], None], freeze: Callable[[], None] = lambda: None,
                warmup: int = 3, reps: int = 30, max_seconds: float = 30.0, rounds: int = 1,
                adaptive: bool = False, min_reps: int = 10, rel_halfwidth: float = 0.01,
-               launch_window_ms: float = 0.0, overhead_ms: float = 0.0) -> TimingReport:
+               launch_window_ms: float = 0.2, overhead_ms: dict[float, float] | None = None,
+               resolution_ms: float | None = None) -> TimingReport:
     """Interleaved timings of the library (here) and of a candidate in another process.
 
     ``candidate(index, window_cycles, warm)`` asks the candidate's process for one call on input
@@ -206,8 +219,10 @@ def time_split(candidate: Callable[[int, int, bool], tuple[object, object]], lib
     candidate is timed by its own events after this process flushed the L2, with this process's
     clock around the whole request; then ``check(index, library_out, candidate_out, reply)``
     (outputs, inputs, launches). The candidate's wall sample is that clock less the idle window:
-    the policy compares it with the event times (less ``overhead_ms``, the harness's own share).
-    Adaptive stopping and ``max_seconds`` as in ``time_pair``.
+    the policy compares it with the event times, less ``overhead_ms[window]``: the harness's own
+    round trip at that window, calibrated before the candidate was loaded (``SPLIT_WINDOWS_MS``),
+    with ``resolution_ms`` its measured spread. Adaptive stopping and ``max_seconds`` as in
+    ``time_pair``.
     """
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
     with torch.no_grad():
@@ -223,8 +238,8 @@ def time_split(candidate: Callable[[int, int, bool], tuple[object, object]], lib
                 if getattr(reply, "host_ms", None) is not None:
                     warm_hosts.append(reply.host_ms)
             torch.cuda.synchronize()
-        window_ms = launch_window(launch_window_ms, warm_hosts)
-        window_cycles = int(window_ms * sleep_cycles_per_ms()) if window_ms > 0 else 0
+        window_ms = split_window(launch_window_ms, warm_hosts)
+        window_cycles = int(window_ms * sleep_cycles_per_ms())
         times: dict[str, list[float]] = {"candidate": [], "library": []}
         walls: dict[str, list[float]] = {"candidate": [], "library": []}
         hosts: dict[str, list[float]] = {"candidate": [], "library": []}
@@ -247,7 +262,7 @@ def time_split(candidate: Callable[[int, int, bool], tuple[object, object]], lib
                     torch.cuda.synchronize()
                     t0 = time.perf_counter()
                     reply, outs["candidate"] = candidate(index, window_cycles, False)
-                    wall_ms = (time.perf_counter() - t0) * 1e3 - window_ms
+                    wall_ms = (time.perf_counter() - t0) * 1e3  # the window's cost is in the calibration
                     event_ms, host_ms = float(reply.event_ms or 0.0), float(reply.host_ms or 0.0)
                     host_late = bool(reply.late)
                     if getattr(reply, "runner_ms", None) is not None:
@@ -271,8 +286,8 @@ def time_split(candidate: Callable[[int, int, bool], tuple[object, object]], lib
     return TimingReport(candidate=stats(times["candidate"], walls["candidate"], hosts["candidate"], late["candidate"]),
                         library=stats(times["library"], walls["library"], hosts["library"], late["library"]),
                         l2_flush_bytes=L2_FLUSH_BYTES, input_sets=len(input_sets), rounds=rounds,
-                        launch_overhead_ms=overhead_ms, stopped=stopped,
-                        launch_window_ms=window_ms if window_cycles else 0.0,
+                        launch_overhead_ms=(overhead_ms or {}).get(window_ms, 0.0), stopped=stopped,
+                        launch_window_ms=window_ms, wall_resolution_ms=resolution_ms,
                         runner_median_ms=statistics.median(runner) if runner else None)
 
 

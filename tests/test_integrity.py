@@ -55,5 +55,10 @@ def test_unparsable_source_has_no_hits():
 
 def test_heavy_ops_ignore_small_operands():
     calls = [("sum", 16 * 4), ("sum", 4096), ("add", 100)]
-    assert heavy_ops(calls, 4096) == ["sum on 4,096 elements"]
+    assert heavy_ops(calls, 4096) == ["sum on 4,160 elements in all", "add on 100 elements in all"]
     assert heavy_ops([("sum", 64)], 4096) == []
+
+
+def test_heavy_ops_add_up_slices_of_the_work():
+    thirds = [("sum", 1366), ("sum", 1365), ("sum", 1365)]  # each under half the input, together all of it
+    assert heavy_ops(thirds, 4096) == ["sum on 4,096 elements in all"]

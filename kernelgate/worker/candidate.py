@@ -253,8 +253,8 @@ class Runner:
             self.log.dry_run = False
         reply["launches"] = dict(self.log.counts)
         reply["compile_seconds"] = {k: round(v, 4) for k, v in self.log.first_call_seconds.items()}
-        if recorder is not None:
-            reply["ops"], reply["copies"] = recorder.calls[:200], recorder.copies[:200]
+        if recorder is not None:  # summed per op, never cut short: the 201st call counts too
+            reply["ops"], reply["copies"] = _summed(recorder.calls), recorder.copies[:200]
         violation = self._check(req.get("when", "after a call")) if req.get("guard", True) else None
         if violation:
             reply["violation"] = violation
@@ -365,6 +365,13 @@ class Runner:
 
 
 _GLOBAL_RE = None
+
+
+def _summed(calls: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    totals: dict[str, int] = {}
+    for name, size in calls:
+        totals[name] = totals.get(name, 0) + size
+    return list(totals.items())
 
 
 def _compiled_names(log) -> set[str]:

@@ -8,7 +8,8 @@ Order matters: the private result channel is taken and stdout/stderr go to a log
 anything else is imported. In a ``TurnPool`` (``START_GATE``) it says ``started`` after its
 imports and waits for a go-ahead before either process creates a CUDA context. It then says
 ``ready`` (with the candidate process's pid, so the supervisor can stop or kill both), waits for
-one job on stdin, runs it, and exits.
+one job on stdin, runs it, and exits. The first line on its stdin is the token every record it
+sends must carry (the supervisor drops records without it).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ def exit_with_parent(parent: int, name: str = "kernelgate-parent-watch", before_
 
 
 def main() -> None:
+    token = sys.stdin.readline().strip()  # before the candidate's process exists (see Worker)
     result_fd, workdir = int(sys.argv[1]), sys.argv[2]
     channel = os.fdopen(result_fd, "w", buffering=1)
     log_fd = os.open(os.path.join(workdir, "judge.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -64,7 +66,7 @@ def main() -> None:
     parent = os.getppid()
 
     def send(record: dict) -> None:
-        channel.write(json.dumps(record, allow_nan=False) + "\n")
+        channel.write(json.dumps({**record, "token": token}, allow_nan=False) + "\n")
         channel.flush()
 
     from pathlib import Path

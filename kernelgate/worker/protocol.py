@@ -89,9 +89,9 @@ class CallReply(Model):
     ops: list[tuple[str, int]] = Field(default_factory=list)
     """Torch calls made by the candidate during the call, with their largest operand (elements)."""
     copies: list[tuple[str, int]] = Field(default_factory=list)
-    event_ms: float | None = None
-    """Timed calls: the candidate's own CUDA-event time of the call."""
-    host_ms: float | None = None
+    event_ms: float | None = Field(default=None, gt=0)
+    """Timed calls: the candidate's own CUDA-event time of the call (a claim of 0 is invalid)."""
+    host_ms: float | None = Field(default=None, ge=0)
     """Host time to enqueue the call."""
     late: bool = False
     profile: tuple[float, list[str]] | None = None

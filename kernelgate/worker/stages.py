@@ -63,12 +63,13 @@ trial gets addresses no earlier one had; larger ones free them (the memory budge
 MEMORY_BUDGET_FACTOR = 3
 """The judge keeps its own GPU memory within this many times the problem's footprint (inputs,
 output, parameters) beyond what a trial needs: fewer timing input sets for large problems."""
-CALIBRATION_CALLS = 12
-"""Timed calls without forward, made before the candidate is loaded (``Screen.calibrate``): their
-median round trip is the harness's own cost per timed call (the pipe, the signals, the syncs and
-events, the copy into the slot), subtracted from the candidate's wall time before the policy
-compares it with the candidate's own event times. Measured in the same process before any
-candidate code ran there, so a candidate cannot inflate it."""
+CALIBRATION_CALLS = 8
+"""Timed calls without forward per idle window, made before the candidate is loaded
+(``Screen.calibrate``): their median round trip is the harness's own cost per timed call (the
+pipe, the signals, the idle window, the syncs and events, the copy into the slot), subtracted from
+the candidate's wall time before the policy compares it with the candidate's own event times; the
+80th percentile of their deviations is the clock's resolution. Measured in the same process
+before any candidate code ran there, so a candidate can inflate neither."""
 INTERFERENCE_RATIO = 1.15
 """The library timed beside the candidate may be this much slower than alone, plus ``INTERFERENCE_FLOOR_MS``."""
 INTERFERENCE_FLOOR_MS = 0.02
@@ -132,7 +133,8 @@ class Screen:
         self.phase_peaks: dict[str, int] = {}
         self.judge_peak = 0
         self.cpu_numerics = True
-        self.calibration_ms = 0.0
+        self.calibration_ms: dict[float, float] = {}
+        self.resolution_ms: float | None = None
         self.remote = Remote(self)
         self._clock = self._part = time.perf_counter()
 
@@ -228,22 +230,35 @@ class Screen:
         self.stage_done("load")
 
     def calibrate(self) -> None:
-        """The harness's cost per timed call (``CALIBRATION_CALLS``), before any candidate code runs."""
+        """The harness's cost per timed call at each idle window (``SPLIT_WINDOWS_MS``) and its
+        spread, before any candidate code runs in that process: timed calls without forward."""
         if not self.cuda:
             return
+        from kernelgate.timing import SPLIT_WINDOWS_MS, sleep_cycles_per_ms
+
         inputs = self.inputs("normal")
         with torch.no_grad():
             like = self.problem.reference(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
         given, slot = self.shared(inputs), self.remote.slot(like)
-        times = []
-        for _ in range(CALIBRATION_CALLS):
+        cycles_per_ms = sleep_cycles_per_ms()
+
+        def round_trip(window_ms: float) -> float:
             _sync()
             began = time.perf_counter()
-            self.remote.call(given, None, "load", "a calibration call", timed={"window_cycles": 0}, out=slot,
-                             guard=False, record=True, poison=False, kind="calibrate")
-            times.append((time.perf_counter() - began) * 1e3)
-        self.calibration_ms = statistics.median(times[2:])  # the first calls open the shared memory
-        del inputs, like, given, slot
+            self.remote.call(given, None, "load", "a calibration call", out=slot, guard=False, record=True,
+                             poison=False, kind="calibrate", timed={"window_cycles": int(window_ms * cycles_per_ms)})
+            return (time.perf_counter() - began) * 1e3
+
+        for _ in range(2):  # the first calls open the shared memory
+            round_trip(SPLIT_WINDOWS_MS[0])
+        deviations = []
+        for window in SPLIT_WINDOWS_MS:
+            times = [round_trip(window) for _ in range(CALIBRATION_CALLS)]
+            median = statistics.median(times)
+            self.calibration_ms[window] = median
+            deviations += [abs(t - median) for t in times]
+        deviations.sort()
+        self.resolution_ms = deviations[int(0.8 * (len(deviations) - 1))]  # 80th percentile of |t - median|
 
     # --- numerics --------------------------------------------------------------------------------
 
@@ -564,8 +579,14 @@ class Screen:
                 slots[index].fill_(float("nan") if like.is_floating_point() else -1)
 
         def candidate(index: int, window_cycles: int, warm: bool):
+            began = time.perf_counter()
             out, reply = remote.call(sets[index], like, "timing", "a timed call", record=True, poison=False,
                                      timed={"window_cycles": window_cycles}, out=slots[index], guard=False)
+            wall_ms = (time.perf_counter() - began) * 1e3
+            if reply.event_ms is None or not math.isfinite(reply.event_ms) or reply.event_ms > wall_ms:
+                raise self.fail(Reason.unsynchronized_work, f"the candidate's process claimed {reply.event_ms} ms for "
+                                f"a call the judge's clock saw take {wall_ms:.4g} ms in all: an impossible time",
+                                "timing")
             if not warm:
                 self._same_launches(reply, "a timed call", "timing")
                 heavy = integrity.heavy_ops(reply.ops, self.largest)
@@ -588,12 +609,12 @@ class Screen:
                 raise self.fail(Reason.recheck_mismatch, "a timed call's output on fresh inputs, against the "
                                 f"library's on the same inputs: {result.message}", "timing")
 
-        overhead = self.calibration_ms
         report = time_split(candidate, problem.reference, sets, refill=refill, check=check,
                           freeze=self.link.freeze, reps=self.opts.timing_reps, max_seconds=self.opts.timing_max_seconds,
                           rounds=rounds, adaptive=self.opts.timing_adaptive, min_reps=self.opts.timing_min_reps,
                           rel_halfwidth=self.opts.timing_rel_halfwidth,
-                          launch_window_ms=self.opts.timing_launch_window_ms, overhead_ms=overhead)
+                          launch_window_ms=self.opts.timing_launch_window_ms, overhead_ms=self.calibration_ms,
+                          resolution_ms=self.resolution_ms)
         remote.check("after timing", "timing")
         return report
 
@@ -724,7 +745,10 @@ def _meta_failure(label: str, reply: CallReply, ref: torch.Tensor) -> TrialResul
 
 
 def _other_shape(spec, problem: BuiltProblem):
-    """The problem at another shape, or None when no shape knob leaves the parameters alone."""
+    """The problem at another shape, or None when no shape knob leaves the parameters alone: every
+    integer global of a KernelBench file that does not size the parameters goes to about half its
+    value plus 3, off multiples of 8 (a candidate that kept one dimension from its first call is
+    wrong there)."""
     if spec.kind == "reference_op":
         from kernelgate.reference_ops import get_op
 
@@ -735,17 +759,18 @@ def _other_shape(spec, problem: BuiltProblem):
     module = load_problem_module(spec.name, spec.shape)
     knobs = shape_globals(module)
     init = repr(list(module.get_init_inputs()))
+    changed: dict[str, int] = {}
     for name, value in sorted(knobs.items(), key=lambda kv: -kv[1]):
         if value < 4:
             continue
         other = value // 2 + 3 if value // 2 + 3 != value else value + 3
         if other % 8 == 0:
             other += 1
-        trial = load_problem_module(spec.name, {**spec.shape, name: other})
+        trial = load_problem_module(spec.name, {**spec.shape, **changed, name: other})
         if repr(list(trial.get_init_inputs())) != init:
             continue  # this knob sizes the parameters too
-        return spec.model_copy(update={"shape": {**spec.shape, name: other}})
-    return None
+        changed[name] = other  # every knob that leaves the parameters alone changes at once
+    return spec.model_copy(update={"shape": {**spec.shape, **changed}}) if changed else None
 
 
 def _footprint(inputs: list, output: torch.Tensor, reference) -> int:

@@ -36,6 +36,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import secrets
 import threading
 import time
 from pathlib import Path
@@ -144,6 +145,7 @@ waits for another go-ahead there, so a pool can let a waiting timing in between 
 class _Record(Model):
     type: Literal["started", "ready", "phase", "result", "problem_error", "judge_error"]
     candidate_pid: int | None = None
+    token: str = ""
     phase: str | None = None
     measurement: Measurement | None = None
     message: str | None = None
@@ -199,6 +201,10 @@ class Worker:
         read_fd, write_fd = os.pipe()
         self._started = time.perf_counter()
         child_env = child_environment(dict(os.environ if env is None else env), self.workdir)
+        # Every record the judge sends carries this token, handed over on its stdin before its
+        # candidate's process exists: a record written into the pipe by anyone else (the candidate's
+        # process reopening it through /proc) is dropped.
+        self._token = secrets.token_hex(16)
         self._memory_limit_mb: float | None = None
         self._peak_rss_mb = 0.0
         self.proc = subprocess.Popen(
@@ -207,10 +213,17 @@ class Worker:
             pass_fds=(write_fd,), start_new_session=True, cwd=self.workdir, env=child_env,
         )
         os.close(write_fd)
+        try:
+            self.proc.stdin.write(self._token.encode() + b"\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # it died at once: wait_ready says so
         self._reader = os.fdopen(read_fd, "rb", buffering=0)
         self._buffer = b""
         self._ready = False
         self.candidate_pid: int | None = None
+        self.forged_records = 0
+        """Records without the judge's token: someone else wrote into the judge's pipe."""
         """The candidate's process (its own session), started by the judge; stopped and killed with it."""
         self.paused_seconds = 0.0
         """Time spent stopped by its pool (``pause``): added to the deadlines of its phases."""
@@ -229,10 +242,15 @@ class Worker:
                 if b"\n" in self._buffer:
                     line, self._buffer = self._buffer.split(b"\n", 1)
                     try:
-                        return _Record.model_validate_json(line)
+                        record = _Record.model_validate_json(line)
                     except (ValidationError, ValueError):
                         log.warning("worker sent an invalid record (%d bytes); ignored", len(line))
                         continue
+                    if not secrets.compare_digest(record.token, self._token):
+                        log.warning("a record without the judge's token reached the supervisor; ignored")
+                        self.forged_records += 1
+                        continue
+                    return record
                 remaining = deadline + (self._paused_total() - paused_before) - time.monotonic()
                 if remaining <= 0:
                     return None
@@ -434,6 +452,10 @@ class Worker:
                     f"{self._memory_limit_mb:.0f} MiB, in the {phase} phase; it was killed"))
             else:
                 outcome.failure = _supervisor_failure(phase, timed_out, exit_text, tail, budgets[phase])
+        if self.forged_records:  # only the candidate's process could have: a reject whatever else happened
+            outcome.failure = Failure(reason=Reason.tampering, stage="supervisor", message=(
+                f"{self.forged_records} record(s) without the judge's token were written into the judge's pipe to "
+                "the supervisor: the candidate's process forged the judge's report"))
         seconds["job"] = round(time.perf_counter() - t0, 4)
         self.close()
         return WorkerResult(measurement=outcome, exit=exit_text, log_tail=tail,
