@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
                        unexplained_ms=c.wall_median_ms - t.launch_overhead_ms - c.median_ms,
                        library_median_ms=t.library.median_ms, library_alone_ms=t.library_alone_median_ms,
                        runner_median_ms=t.runner_median_ms,
-                       window_ms=t.launch_window_ms, reps=c.reps)
+                       window_ms=t.launch_window_ms, reps=c.reps, resolution_ms=t.wall_resolution_ms)
         if verdict.memory is not None:
             row["memory"] = verdict.memory.model_dump()
         row["seconds_excluding_compile"] = round(seconds - float(verdict.seconds.get("compile", 0.0)), 3)

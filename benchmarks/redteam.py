@@ -28,6 +28,9 @@ from kernelgate import Candidate, ScreenOptions, Status, screen  # noqa: E402
 from kernelgate.worker import WorkerPool  # noqa: E402
 from tests.redteam_cases import CASES, NOTES, gpu_problem, source  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from _record import run_header  # noqa: E402
+
 
 def _has_gpu() -> bool:
     try:
@@ -51,6 +54,14 @@ def main(argv: list[str] | None = None) -> int:
     pool = WorkerPool(spares=2)
     records = []
     began = time.perf_counter()
+
+    def write() -> None:  # after every case: a run cut short keeps what finished
+        header = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "gpu": gpu,
+                  "python": platform.python_version(), "argv": sys.argv,
+                  "seconds": round(time.perf_counter() - began, 1), **run_header("python benchmarks/redteam.py")}
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps({"header": header, "cases": records}, indent=1) + "\n")
+
     try:
         for name, cls, problem, entry, needs_gpu in CASES:
             if args.only and name not in args.only:
@@ -70,22 +81,23 @@ def main(argv: list[str] | None = None) -> int:
                               message=(verdict.failure.message if verdict.failure else verdict.summary)[:600],
                               caught=verdict.status is Status.reject,
                               lre=verdict.metrics.lre if verdict.metrics else None)
+                if verdict.timing is not None:  # enough to re-decide the wall check offline
+                    t = verdict.timing
+                    record["timing"] = {"event_median_ms": t.candidate.median_ms,
+                                        "judge_wall_median_ms": t.candidate.wall_median_ms,
+                                        "overhead_ms": t.launch_overhead_ms, "resolution_ms": t.wall_resolution_ms,
+                                        "library_median_ms": t.library.median_ms,
+                                        "library_alone_ms": t.library_alone_median_ms}
             except Exception as exc:  # screen must not raise on a bad candidate: record it
                 record.update(status="error", reason=type(exc).__name__, message=str(exc)[:600], caught=False)
             record["seconds"] = round(time.perf_counter() - t0, 2)
             records.append(record)
+            write()
             print(f"{name:36s} class {cls:5s} {record['status']:9s} {record['reason'] or '':24s} "
                   f"{record['seconds']:6.1f}s", flush=True)
     finally:
         pool.close()
-    header = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "gpu": gpu,
-              "python": platform.python_version(), "argv": sys.argv, "seconds": round(time.perf_counter() - began, 1)}
-    if gpu:
-        import torch
-
-        header["device"] = torch.cuda.get_device_name(0)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({"header": header, "cases": records}, indent=1) + "\n")
+    write()
     missed = [r["name"] for r in records if r.get("caught") is False]
     print(f"{len(records)} cases, {len(missed)} not rejected: {', '.join(missed) or 'none'}")
     return 1 if missed else 0
