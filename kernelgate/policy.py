@@ -45,11 +45,14 @@ class Policy(Model):
     wall_excess_factor: float = Field(default=1.5, gt=1)
     """Reject as unsynchronized work when the judge's clock around a timed call (less the harness's
     own calibrated cost) exceeds this many of the candidate's own event times..."""
-    wall_excess_floor_ms: float = Field(default=0.15, ge=0)
+    wall_excess_floor_ms: float = Field(default=1.5, ge=0)
     """...plus the larger of this and ``wall_resolution_multiple`` times the measured spread of the
     harness's round trip (``TimingReport.wall_resolution_ms``, calibrated before the candidate was
-    loaded): work hidden outside the candidate's events below that goes unseen by this check (it
-    must still produce every timed output on fresh inputs within the call)."""
+    loaded). 1.5 ms: on the H200, honest kernels under 1 ms left up to 0.96 ms of their round trip
+    unexplained by the calibration (``benchmarks/results/boundary_h200.json``), so work a candidate
+    hides outside its events below about that goes unseen by this check (it must still produce
+    every timed output on fresh inputs within the call, and its claim stays bounded by the physical
+    floor, ``u_impossible``)."""
     wall_resolution_multiple: float = Field(default=3.0, ge=0)
 
     @model_validator(mode="after")

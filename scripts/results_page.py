@@ -55,6 +55,10 @@ MEASURES = (
      "against the compulsory bytes."),
     ("benchmarks/timing_contention.py", "Event times of short kernels under four host conditions, "
      "with and without the GPU idle window after the L2 flush."),
+    ("benchmarks/boundary.py", "The trust boundary's cost and resolution: each example screened, the "
+     "candidate's own event time beside the judge's clock around each timed call (see docs/hostile.md)."),
+    ("benchmarks/redteam.py", "The red team's hostile candidates against the judge/candidate split, each "
+     "screened, and whether it was rejected (see docs/hostile.md)."),
     ("benchmarks/probes/", "A one-off probe outside the gate (see the annotation)."),
     ("./kg test", "The test suite's GPU-marked tests."),
     ("./kg examples", "The shipped example kernels screened by `./kg examples` at their problems' "
@@ -68,6 +72,8 @@ def git(*args: str) -> str:
 
 def header(record: dict) -> dict:
     """command, date, device name and commit, wherever the record keeps them."""
+    if isinstance(record.get("header"), dict) and "cases" in record:  # benchmarks/redteam.py's layout
+        record = {**record["header"], **record}
     env = record.get("environment") if isinstance(record.get("environment"), dict) else {}
     versions = record.get("versions") if isinstance(record.get("versions"), dict) else {}
     device = record.get("device", env.get("device"))
@@ -263,7 +269,30 @@ def generic(r: dict) -> list[str]:
     return [f"- {k}: {num(v)}" for k, v in flat] + [""]
 
 
+def boundary(r: dict) -> list[str]:
+    rows = [[x["name"], x["status"], x.get("reason"), x.get("event_median_ms"), x.get("judge_wall_median_ms"),
+             x.get("overhead_ms"), x.get("unexplained_ms"), x.get("seconds_excluding_compile")] for x in r["rows"]]
+    out = [f"- Unexplained ms per timed call (judge's clock less calibrated overhead less events), over the "
+           f"timed screens: {json.dumps(r.get('unexplained_ms'))}",
+           f"- Median seconds per screen, compile excluded: {num(r.get('seconds_per_screen_excluding_compile_median'))}",
+           "- The statuses are those of the policy at the record's commit.", ""]
+    return out + table(["example", "status", "reason", "event ms", "judge wall ms", "overhead ms", "unexplained ms",
+                        "s excl. compile"], rows)
+
+
+def redteam(r: dict) -> list[str]:
+    cases = r["cases"]
+    missed = [c["name"] for c in cases if c.get("caught") is False]
+    rows = [[c["name"], c["class"], c["status"], c.get("reason"), c.get("lre")] for c in cases]
+    return [f"- {len(cases) - len(missed)} of {len(cases)} rejected; not rejected: {', '.join(missed) or 'none'}", ""] \
+        + table(["case", "class", "status", "reason", "LRE"], rows)
+
+
 def headline(r: dict) -> list[str]:
+    if "rows" in r and r["rows"] and "unexplained_ms" in r:
+        return boundary(r)
+    if "cases" in r and "header" in r and r["cases"] and "class" in r["cases"][0]:
+        return redteam(r)
     if "agreement_default_policy" in r:
         return study(r)
     if "results" in r and "summary" in r:

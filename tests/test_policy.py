@@ -153,7 +153,7 @@ def test_u_physics_at_limit_is_not_rejected():
 
 
 def test_unsynchronized_work_reject():
-    # t_candidate 1 ms: limit is 1.5 * 1 + max(0.15, 3 x the resolution) ms of wall excess
+    # t_candidate 1 ms: limit is 1.5 * 1 + max(1.5, 3 x the resolution) ms of wall excess
     d = decide(_metrics(t_candidate_ms=1.0), [], numerics_checked=True, wall_excess_ms=10.0)
     assert d.status is Status.reject
     assert d.reason is Reason.unsynchronized_work
@@ -161,17 +161,17 @@ def test_unsynchronized_work_reject():
 
 
 def test_wall_excess_within_limit_is_fine():
-    d = decide(_metrics(t_candidate_ms=1.0), [], numerics_checked=True, wall_excess_ms=1.6)
+    d = decide(_metrics(t_candidate_ms=1.0), [], numerics_checked=True, wall_excess_ms=2.9)
     assert d.status is Status.accept
-    d = decide(_metrics(t_candidate_ms=1.0), [], numerics_checked=True, wall_excess_ms=1.7)
+    d = decide(_metrics(t_candidate_ms=1.0), [], numerics_checked=True, wall_excess_ms=3.1)
     assert d.reason is Reason.unsynchronized_work
 
 
 def test_the_measured_resolution_widens_the_wall_check():
-    # resolution 0.2 ms: the floor is 3 x 0.2 = 0.6 ms, so 1.5 + 0.6 = 2.1 ms is the limit
+    # resolution 0.8 ms: the floor is 3 x 0.8 = 2.4 ms, so 1.5 + 2.4 = 3.9 ms is the limit
     m = _metrics(t_candidate_ms=1.0)
-    assert decide(m, [], numerics_checked=True, wall_excess_ms=2.0, wall_resolution_ms=0.2).status is Status.accept
-    d = decide(m, [], numerics_checked=True, wall_excess_ms=2.2, wall_resolution_ms=0.2)
+    assert decide(m, [], numerics_checked=True, wall_excess_ms=3.8, wall_resolution_ms=0.8).status is Status.accept
+    d = decide(m, [], numerics_checked=True, wall_excess_ms=4.0, wall_resolution_ms=0.8)
     assert d.reason is Reason.unsynchronized_work
 
 
