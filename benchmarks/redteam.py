@@ -43,12 +43,18 @@ def _has_gpu() -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True, help="where to write the JSON record")
+    parser.add_argument("--out", help="where to write the JSON record")
+    parser.add_argument("--table", help="print docs/hostile.md's table from this record instead of screening")
     parser.add_argument("--only", nargs="*", default=None, help="case file names to run (default: all)")
     parser.add_argument("--small", action="store_true", help="CPU-sized shapes even on a GPU")
     parser.add_argument("--load-timeout", type=float, default=20.0)
     parser.add_argument("--run-timeout", type=float, default=30.0)
     args = parser.parse_args(argv)
+    if args.table:
+        print(_table(json.loads(Path(args.table).read_text())))
+        return 0
+    if not args.out:
+        parser.error("--out is required unless --table is given")
     gpu = _has_gpu()
     options = ScreenOptions(load_timeout_s=args.load_timeout, run_timeout_s=args.run_timeout)
     pool = WorkerPool(spares=2)
@@ -101,6 +107,20 @@ def main(argv: list[str] | None = None) -> int:
     missed = [r["name"] for r in records if r.get("caught") is False]
     print(f"{len(records)} cases, {len(missed)} not rejected: {', '.join(missed) or 'none'}")
     return 1 if missed else 0
+
+
+def _table(record: dict) -> str:
+    """The markdown table of docs/hostile.md's red-team section: each case's class, what it tries
+    (the first line of its docstring) and what the gate said in the record."""
+    import ast
+
+    lines = ["| case | class | what it tries | verdict |", "| --- | --- | --- | --- |"]
+    for case in record["cases"]:
+        doc = ast.get_docstring(ast.parse(source(case["name"]))) or ""
+        what = doc.splitlines()[0].split(":", 1)[-1].strip().replace("|", "/") if doc else ""
+        said = case["status"] + (f": {case['reason']}" if case.get("reason") else "")
+        lines.append(f"| `{case['name'].removesuffix('.py')}` | {case['class']} | {what} | {said} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

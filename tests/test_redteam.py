@@ -11,7 +11,33 @@ import pytest
 
 from kernelgate import Candidate, ScreenOptions, Status, screen
 from kernelgate.worker import WorkerPool
+from tests.conftest import HAS_GPU
 from tests.redteam_cases import CASES, gpu_problem, source
+
+_IN_PROCESS = ("what the candidate's process reports about its own torch calls and launches is the only "
+               "evidence without a GPU (no profiler), and this candidate rewrites or escapes it")
+CPU_GAPS = {
+    "c1_runner_check_silenced.py": _IN_PROCESS, "c1_guard_violations_cleared.py": _IN_PROCESS,
+    "c1_oprecorder_blinded.py": _IN_PROCESS, "c1_launchlog_forged.py": _IN_PROCESS,
+    "c1_gc_guard_detached.py": _IN_PROCESS, "c3_torchscript.py": _IN_PROCESS, "c3_vmap_rows.py": _IN_PROCESS,
+    "c3_disable_torch_function.py": _IN_PROCESS, "c3_raw_thread.py": _IN_PROCESS,
+    "c3_ctypes_memory.py": _IN_PROCESS,
+    "c1_copy_out_patched.py": "without a GPU nothing is timed, so work moved out of forward costs nothing",
+    "c3_numpy_rowsum.py": "the work is done on the host, correctly; nothing is timed without a GPU",
+    "c3_tolist_python.py": "the work is done on the host, correctly; nothing is timed without a GPU",
+    "c4_static_only_zeros.py": "over the interpreter's size limit the outputs are never computed (untimed, "
+                               "numerics not checked)",
+}
+"""Cases that get a non-reject verdict on the CPU machine (screened 2026-12-04), with why: known
+gaps, each an expected failure that fails loudly (strict) once the gate catches it."""
+GPU_GAPS = {
+    "c3_numpy_rowsum.py": "host work with correct outputs: repair at LRE < 0.001 on the H200 (redteam_h200.json)",
+    "c3_tolist_python.py": "host work with correct outputs: repair at LRE < 0.001 on the H200 (redteam_h200.json)",
+    "c5_slow_library.py": "its queued work did not slow the library (0.0316 vs 0.0317 ms alone): its honest accept",
+    "c1_event_ms_forged.py": "a lie below the wall check's 1.5 ms floor, bounded by the physical floor",
+    "c5_l2_prefetch.py": "work before the start event below the wall check's 1.5 ms floor",
+}
+"""Cases not rejected on the H200 at the committed policy (docs/hostile.md, the red team)."""
 
 OPTIONS = ScreenOptions(load_timeout_s=40, run_timeout_s=20)
 
@@ -24,8 +50,11 @@ def pool():
 
 
 def _params():
+    gaps = GPU_GAPS if HAS_GPU else CPU_GAPS
     for name, cls, problem, entry, needs_gpu in CASES:
         marks = [pytest.mark.gpu] if needs_gpu else []
+        if name in gaps:
+            marks.append(pytest.mark.xfail(reason=gaps[name], strict=True))
         yield pytest.param(name, cls, problem, entry, needs_gpu, id=name.removesuffix(".py"), marks=marks)
 
 
