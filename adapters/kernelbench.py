@@ -37,7 +37,6 @@ __all__ = [
     "problem",
     "dsl_for_backend",
     "read_candidate",
-    "BACKENDS",
     "GENERATION_RE",
     "KernelExecResult",
     "result_from_verdict",
@@ -90,9 +89,6 @@ _PROBLEM_RE = re.compile(r"^(\d+)_.+\.py$")
 GENERATION_RE = re.compile(r"^level_(\d+)_problem_(\d+)_sample_(\d+)_kernel\.py$")
 """How KernelBench's generation scripts name a sample in ``runs/<run_name>/``."""
 
-BACKENDS = {"cuda": "cuda", "triton": "triton", "tilelang": "tilelang"}
-"""KernelBench backend name -> kernelgate DSL plug-in name. KernelBench's ``cute``,
-``thunderkittens`` and ``hip`` have no plug-in here and are refused with a ``PluginError``."""
 
 
 def dataset_dir(checkout: str | Path) -> Path:
@@ -148,13 +144,14 @@ def dsl_for_backend(backend: str | None) -> str | None:
     """The kernelgate DSL for a KernelBench backend name; None (detect from the source) for None."""
     if backend is None:
         return None
+    from kernelgate.dsl import kernelbench_backends
     from kernelgate.errors import PluginError
 
-    key = backend.strip().lower()
-    if key not in BACKENDS:
+    key, backends = backend.strip().lower(), kernelbench_backends()  # the plug-ins say which they are
+    if key not in backends:  # KernelBench's cute, thunderkittens, hip: no plug-in here
         raise PluginError(key, "a KernelBench backend kernelgate does not screen; supported: "
-                          + ", ".join(sorted(BACKENDS)))
-    return BACKENDS[key]
+                          + ", ".join(sorted(backends)))
+    return backends[key]
 
 
 def read_candidate(source: str | Path, *, backend: str | None = None, name: str | None = None,

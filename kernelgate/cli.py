@@ -263,8 +263,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a folder of level_<l>_problem_<id>_sample_<s>_kernel.py files (KernelBench's runs/<name>)")
     b.add_argument("--log", default="kernelgate.sqlite", help="the verdict log (SQLite; default ./kernelgate.sqlite)")
     b.add_argument("--batch", default=None, help="the batch name in the log (default: the runs folder's name)")
-    b.add_argument("--backend", choices=["cuda", "triton", "tilelang"], default=None,
-                   help="KernelBench's backend of every file (detected per file by default)")
+    b.add_argument("--backend", default=None,
+                   help="KernelBench's backend of every file, one with a DSL plug-in (triton, tilelang, cuda, ...); "
+                        "detected per file by default")
     b.add_argument("--problem", type=int, action="append", metavar="ID", help="only this problem id (repeatable)")
     b.add_argument("--dtype", choices=["float32", "float16", "bfloat16"], default=None)
     b.add_argument("--reps", type=int, default=None, help="timing repetitions (default 30)")

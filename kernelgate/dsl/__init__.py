@@ -33,6 +33,7 @@ __all__ = [
     "get_plugin",
     "plugins",
     "detect_dsl",
+    "kernelbench_backends",
     "BUILTIN_PLUGINS",
 ]
 
@@ -160,6 +161,12 @@ def get_plugin(name: str) -> DSLPlugin:
     if name not in available:
         raise PluginError(name, f"no such DSL; available: {', '.join(sorted(available))}")
     return available[name]
+
+
+def kernelbench_backends() -> dict[str, str]:
+    """KernelBench backend name -> plug-in name, for every plug-in that declares one
+    (``kernelbench_backend``): the one list the KernelBench adapter and the CLI read."""
+    return {p.kernelbench_backend: name for name, p in plugins().items() if getattr(p, "kernelbench_backend", None)}
 
 
 def detect_dsl(source: str) -> str | None:

@@ -217,6 +217,8 @@ def _nan_like_first_tensor(args):
 
 class CudaPlugin:
     name = "cuda"
+    kernelbench_backend = "cuda"
+    """KernelBench's name for this DSL (its ``backend`` argument), read by the adapter and the CLI."""
     cpu_numerics = False
     """No CUDA emulator on the CPU: without a GPU a candidate is compiled and checked statically."""
 

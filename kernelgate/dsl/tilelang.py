@@ -156,6 +156,8 @@ def _threads(compiled: _Compiled) -> int | None:
 
 class TileLangPlugin:
     name = "tilelang"
+    kernelbench_backend = "tilelang"
+    """KernelBench's name for this DSL (its ``backend`` argument), read by the adapter and the CLI."""
     cpu_numerics = False
     """TileLang has no interpreter: without a GPU a candidate is lowered and checked statically."""
 

@@ -58,6 +58,8 @@ def _grid_list(grid: Any, args: tuple, kwargs: dict, kernel: Any) -> list[int] |
 
 class TritonPlugin:
     name = "triton"
+    kernelbench_backend = "triton"
+    """KernelBench's name for this DSL (its ``backend`` argument), read by the adapter and the CLI."""
 
     def detect(self, source: str) -> bool:
         return bool(_IMPORT_RE.search(source))
