@@ -46,3 +46,33 @@ def test_a_catalogue_op_with_a_literal_shape_branch_is_tried_one_larger():
     spec = Problem.op("rowsum", rows=16, cols=256)
     other = _other_shape(spec, build_problem(spec, torch.device("cpu"), 0))
     assert other.shape == {"rows": 17, "cols": 257}
+
+
+def test_a_kernelbench_model_gets_its_tuple_init_arguments_and_the_reference_state(tmp_path):
+    """Level 2's conv + bias: ``bias_shape`` is a tuple; the wrapper copies the judge's parameters."""
+    import sys
+
+    from kernelgate import Candidate, Status, screen
+
+    sys.path.insert(0, str(FIXTURES.parent.parent / "benchmarks"))
+    from kernelbench_all import wrapper_source
+
+    path = FIXTURES / "kernelbench_all" / "KernelBench" / "level2" / "1_Conv2D_ReLU_BiasAdd.py"
+    spec = Problem.file(str(path), shape={"batch_size": 2, "in_channels": 3, "height": 8, "width": 8})
+    verdict = screen(Candidate(source=wrapper_source(path.read_text()), name="conv_wrapper"), spec)
+    assert verdict.numerics is not None and verdict.numerics.state_copied is True
+    assert verdict.status is Status.reject and verdict.reason is Reason.library_op_used, verdict.summary
+
+
+def test_a_reference_that_fails_is_the_problems_fault_not_the_gates():
+    """Overriding out_channels leaves the file's derived bias_shape behind: a ProblemError that says so."""
+    import pytest
+
+    from kernelgate import Candidate, screen
+    from kernelgate.errors import ProblemError
+
+    path = FIXTURES / "kernelbench_all" / "KernelBench" / "level2" / "1_Conv2D_ReLU_BiasAdd.py"
+    spec = Problem.file(str(path), shape={"batch_size": 2, "in_channels": 3, "out_channels": 4, "height": 8,
+                                          "width": 8})
+    with pytest.raises(ProblemError, match="the reference failed"):
+        screen(Candidate(source=(FIXTURES / "rowsum_good.py").read_text(), entry="kernel"), spec)

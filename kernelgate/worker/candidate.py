@@ -215,7 +215,9 @@ class Runner:
         return _shielded(module), copied, note
 
     def _arg(self, item: dict):
-        return open_ref_cached(self, item["ref"]) if "ref" in item else item.get("value")
+        from kernelgate.worker.protocol import decode_value
+
+        return open_ref_cached(self, item["ref"]) if "ref" in item else decode_value(item)
 
     def call(self, req: dict, fn: Callable | None = None) -> dict:
         """One forward call: run it, report it, copy the output into the judge's slot."""

@@ -33,7 +33,7 @@ from pydantic import Field
 from kernelgate._base import Model
 
 __all__ = ["TensorRef", "OutputMeta", "CallReply", "LoadReply", "ArtifactsReply", "Reply", "SharedSpace",
-           "open_ref", "encode", "START_GATE"]
+           "open_ref", "encode", "encode_value", "decode_value", "START_GATE"]
 
 START_GATE = "KERNELGATE_START_GATE"
 """Set to 1 by a ``TurnPool``: after its imports (CPU work) the judge says ``started`` and waits for
@@ -212,6 +212,17 @@ class SharedSpace:
             import shutil
 
             shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def encode_value(value: Any) -> dict:
+    """A non-tensor argument (an int, a tuple of kernel sizes, a dtype) for the candidate's process:
+    pickled by the judge, which is the trusted side of this direction."""
+    return {"pickled": base64.b64encode(pickle.dumps(value)).decode()}
+
+
+def decode_value(item: dict) -> Any:
+    """The candidate's side of ``encode_value``."""
+    return pickle.loads(base64.b64decode(item["pickled"]))
 
 
 def open_ref(ref: TensorRef):

@@ -49,7 +49,7 @@ from kernelgate.numerics import changed_inputs, check_trial_output, same_values
 from kernelgate.problems import DISTRIBUTIONS, BuiltProblem, build_problem, randomize_state
 from kernelgate.timing import time_library_alone, time_split
 from kernelgate.worker.link import CandidateProcess, Unanswered
-from kernelgate.worker.protocol import CallReply, SharedSpace
+from kernelgate.worker.protocol import CallReply, SharedSpace, encode_value
 
 __all__ = ["evaluate", "CandidateFailure"]
 
@@ -128,7 +128,6 @@ class Screen:
         self.call_deadline_s = self.opts.run_timeout_s
         self.ref_err = 0.0
         """The library's own normalized error in the trials (its imprecision sets the recheck's slack)."""
-        self.candidate_peak: int | None = None
         self.footprint = 0
         self.phase_peaks: dict[str, int] = {}
         self.judge_peak = 0
@@ -177,16 +176,20 @@ class Screen:
         """The reference's output in the problem's dtype and in fp64, and the seconds its own call took."""
         problem = problem or self.problem
         reference64 = problem.reference_fp64()
-        with torch.no_grad():
-            clones = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-            _sync()
-            began = time.perf_counter()
-            ref = problem.reference(*clones)
-            _sync()
-            took = time.perf_counter() - began
-            del clones
-            ref64 = reference64(*[(x.double() if x.is_floating_point() else x.clone()) if isinstance(x, torch.Tensor)
-                                  else x for x in inputs])
+        try:
+            with torch.no_grad():
+                clones = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+                _sync()
+                began = time.perf_counter()
+                ref = problem.reference(*clones)
+                _sync()
+                took = time.perf_counter() - began
+                del clones
+                ref64 = reference64(*[(x.double() if x.is_floating_point() else x.clone())
+                                      if isinstance(x, torch.Tensor) else x for x in inputs])
+        except (RuntimeError, ValueError, TypeError, IndexError) as exc:  # the problem's fault, not the gate's
+            raise ProblemError(f"the reference failed on the problem's own inputs: {type(exc).__name__}: "
+                               f"{str(exc)[:300]} (a shape override that leaves a derived global behind?)") from exc
         return ref, ref64.double(), took
 
     def shared(self, inputs: list) -> list:
@@ -237,8 +240,7 @@ class Screen:
         from kernelgate.timing import SPLIT_WINDOWS_MS, sleep_cycles_per_ms
 
         inputs = self.inputs("normal")
-        with torch.no_grad():
-            like = self.problem.reference(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
+        like, _, _ = self.expected(inputs)  # a reference that fails is the problem's fault, said here
         given, slot = self.shared(inputs), self.remote.slot(like)
         cycles_per_ms = sleep_cycles_per_ms()
 
@@ -644,7 +646,7 @@ class Remote:
             if cached is None or cached[0] is not x:  # ids are reused once a tensor is freed
                 cached = self._refs[id(x)] = (x, self.screen.space.ref(x).model_dump(mode="json"))
             return {"ref": cached[1]}
-        return {"value": x}
+        return encode_value(x)  # tuples stay tuples, dtypes stay dtypes
 
     def ask(self, request: dict, stage: str, *, deadline_s: float):
         screen = self.screen
