@@ -248,6 +248,6 @@ def test_a_real_worker_can_be_stopped_and_resumed_without_losing_its_job():
         job = Job(candidate=Candidate(source=fixture_source("rowsum_good.py"), entry="kernel", dsl="triton"),
                   problem=problem)
         result = worker.run(job)
-        assert result.exit == "exit code 0" and result.measurement.failure is None
+        assert result.exit == "ok" and result.measurement.failure is None
     finally:
         worker.close()

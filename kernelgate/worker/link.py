@@ -111,15 +111,18 @@ class CandidateProcess:
                 pass
             self._stopped = False
 
-    def kill(self) -> None:
+    def kill(self, wait: bool = True) -> None:
+        """SIGKILL its process group; ``wait`` until its process is gone (with its CUDA context, so
+        nothing of it can still run on the GPU), or leave that to the judge's own exit."""
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
+        if wait:
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
         for fd in (self._req_w, self._rep_r):
             try:
                 os.close(fd)

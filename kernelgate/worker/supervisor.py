@@ -130,7 +130,8 @@ class WorkerResult(Model):
 
     measurement: Measurement
     exit: str
-    """``ok``, ``exit code N``, ``signal NAME`` or ``killed after timeout``."""
+    """``ok`` (the result came in; the worker was then ended), ``exit code N``, ``signal NAME`` or
+    ``killed after timeout``."""
     log_tail: str = ""
     """The end of the candidate's own stdout/stderr."""
     seconds: dict[str, float] = Field(default_factory=dict)
@@ -339,20 +340,25 @@ class Worker:
             self.paused_seconds += time.monotonic() - self._paused_at
             self._paused_at = None
 
-    def kill(self) -> None:
+    def kill(self, wait: bool = True) -> None:
+        """SIGKILL both processes' groups. ``wait=False`` leaves the judge's exit (its CUDA context's
+        teardown, a fraction of a second) to a thread that reaps it, off the caller's path."""
         self.resume()
         for group in self._groups():
             try:
                 os.killpg(group, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+        if not wait:
+            threading.Thread(target=self.proc.wait, name="kernelgate-reap", daemon=True).start()
+            return
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
 
-    def close(self) -> None:
-        self.kill()
+    def close(self, wait: bool = True) -> None:
+        self.kill(wait=wait)
         try:
             if self.proc.stdin and not self.proc.stdin.closed:
                 self.proc.stdin.close()
@@ -436,13 +442,11 @@ class Worker:
         timed_out = outcome is None and not over_memory and time.monotonic() >= deadline
         if outcome is None:
             self.kill()
-        else:
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:  # the result is in; lingering threads are killed
-                self.kill()
+        else:  # the result is in: both processes end now, and nothing they still do can matter
+            self.kill(wait=False)
         exit_text = ("killed after timeout" if timed_out else
-                     f"killed at {self._peak_rss_mb:.0f} MiB resident" if over_memory else self._exit_text())
+                     f"killed at {self._peak_rss_mb:.0f} MiB resident" if over_memory else
+                     "ok" if outcome is not None else self._exit_text())
         tail = self.log_tail()
         if outcome is None:
             outcome = partial
@@ -457,7 +461,7 @@ class Worker:
                 f"{self.forged_records} record(s) without the judge's token were written into the judge's pipe to "
                 "the supervisor: the candidate's process forged the judge's report"))
         seconds["job"] = round(time.perf_counter() - t0, 4)
-        self.close()
+        self.close(wait=False)
         return WorkerResult(measurement=outcome, exit=exit_text, log_tail=tail,
                             seconds=seconds)
 
