@@ -32,8 +32,8 @@ from pydantic import Field
 
 from kernelgate._base import Model
 
-__all__ = ["TensorRef", "OutputMeta", "CallReply", "LoadReply", "ArtifactsReply", "Reply", "SharedSpace",
-           "open_ref", "encode", "encode_value", "decode_value", "START_GATE"]
+__all__ = ["TensorRef", "OutputMeta", "CallReply", "LoadReply", "ArtifactsReply", "SharedSpace", "open_ref",
+           "encode_value", "decode_value", "START_GATE"]
 
 START_GATE = "KERNELGATE_START_GATE"
 """Set to 1 by a ``TurnPool``: after its imports (CPU work) the judge says ``started`` and waits for
@@ -120,23 +120,6 @@ class ArtifactsReply(Model):
     notes: list[str] = Field(default_factory=list)
     compile_errors: list[str] = Field(default_factory=list)
     violation: Violation | None = None
-
-
-class Progress(Model):
-    """Sent while a call runs: ``returned`` once forward gave control back (the GPU may still be busy)."""
-
-    type: Literal["returned", "ready"]
-    pid: int | None = None
-
-
-Reply = CallReply | LoadReply | ArtifactsReply | Progress
-
-
-def encode(obj: Model | dict) -> bytes:
-    import json
-
-    data = obj.model_dump(mode="json") if isinstance(obj, Model) else obj
-    return (json.dumps(data, allow_nan=False) + "\n").encode()
 
 
 class SharedSpace:
