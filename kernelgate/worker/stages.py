@@ -12,8 +12,8 @@ run with ``Measurement.failure`` set; nothing here raises on a bad candidate.
 The checks, stage by stage:
 
 - numerics: trials on fresh inputs from ``DISTRIBUTIONS`` (wide offsets and scales included),
-  each at new addresses (problems up to 256 MB); inputs compared with pristine copies after each call; every call's
-  torch operations and DSL launches reported; then the history probes (same addresses with new
+  each at new addresses (problems up to 256 MB); inputs compared with pristine copies after each
+  call; every call's torch operations and DSL launches reported; then the history probes (same addresses with new
   contents, same contents at new addresses, earlier outputs unchanged, nothing still changing
   after a delay), a neighbouring shape (catalogue ops with a literal shape branch; KernelBench
   files always, from their integer globals), and on a GPU one profiled call: device time in
