@@ -748,9 +748,10 @@ def _meta_failure(label: str, reply: CallReply, ref: torch.Tensor) -> TrialResul
 
 def _other_shape(spec, problem: BuiltProblem):
     """The problem at another shape, or None when no shape knob leaves the parameters alone: every
-    integer global of a KernelBench file that does not size the parameters goes to about half its
-    value plus 3, off multiples of 8 (a candidate that kept one dimension from its first call is
-    wrong there)."""
+    integer global of a KernelBench file that does not size the parameters grows by a sixteenth (at
+    least 3), off multiples of 8. Larger, not smaller: a candidate that kept a dimension from its
+    first call then leaves outputs unwritten (NaN) instead of computing them and writing past its
+    buffers, which nothing sees."""
     if spec.kind == "reference_op":
         from kernelgate.reference_ops import get_op
 
@@ -765,7 +766,7 @@ def _other_shape(spec, problem: BuiltProblem):
     for name, value in sorted(knobs.items(), key=lambda kv: -kv[1]):
         if value < 4:
             continue
-        other = value // 2 + 3 if value // 2 + 3 != value else value + 3
+        other = value + max(3, value // 16)  # larger: a size kept from the first call leaves outputs unwritten
         if other % 8 == 0:
             other += 1
         trial = load_problem_module(spec.name, {**spec.shape, **changed, name: other})
