@@ -18,13 +18,12 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
 from kernelgate.models import Reason, TrialResult
 
-__all__ = ["Tolerance", "TOLERANCES", "compare", "poisoned_allocations", "check_trial_output", "same_values",
+__all__ = ["Tolerance", "TOLERANCES", "poisoned_allocations", "check_trial_output", "same_values",
            "changed_inputs"]
 
 
@@ -179,44 +178,6 @@ def _rms_masked(ref64: torch.Tensor, mask: torch.Tensor) -> float:
     return math.sqrt(total / count) if count else 0.0
 
 
-def compare(distribution: str, candidate: Callable, reference: Callable, reference64: Callable,
-            inputs: list, dtype: torch.dtype, *, after_call: Callable[[], None] | None = None,
-            recorder: contextlib.AbstractContextManager | None = None,
-            keep_alive: list | None = None, tol: Tolerance | None = None) -> tuple[TrialResult, torch.Tensor]:
-    """Run reference (dtype and fp64) and candidate on copies of ``inputs``; check the output.
-
-    The reference runs first and its output stays alive while the candidate runs, so a candidate
-    cannot pick up the reference's freed output memory. The candidate's copies of the inputs are
-    compared with the pristine originals afterwards (``input_mutation``). ``after_call`` runs right
-    after the candidate returns, before its output is looked at (the integrity guard: a patched
-    checker cannot restore itself in between). ``recorder`` is entered around the candidate's call
-    only. ``keep_alive`` receives the candidate's input copies and output: a caller that keeps them
-    across trials gives every trial fresh buffer addresses (no address of an earlier trial is
-    reused, so a cache keyed by pointer never hits by chance). ``tol`` is the problem's own tolerance
-    (``BuiltProblem.numerics_tolerance``); None takes ``TOLERANCES[dtype]``. Returns the result and the
-    reference output.
-    """
-    tol = tol if tol is not None else TOLERANCES[dtype]
-    with torch.no_grad():
-        ref = reference(*[_clone(x) for x in inputs])
-        ref64 = reference64(*[_to64(x) for x in inputs])
-        _sync()
-        given = [_clone(x) for x in inputs]
-        with poisoned_allocations():
-            with recorder if recorder is not None else contextlib.nullcontext():
-                out = candidate(*given)
-            _sync()
-    if keep_alive is not None:
-        keep_alive.append((given, out))
-    if after_call is not None:
-        after_call()
-    mutated = changed_inputs(inputs, given)
-    if mutated:
-        return TrialResult(distribution=distribution, passed=False, reason=Reason.input_mutation,
-                           message=f"the candidate changed its input(s) {', '.join(mutated)}"), ref
-    return check_trial_output(distribution, out, ref, ref64.double(), tol), ref
-
-
 def same_values(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Bitwise-equal values (NaN equal to NaN), same shape and dtype."""
     if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
@@ -236,14 +197,3 @@ def changed_inputs(originals: list, given: list) -> list[str]:
     return changed
 
 
-def _clone(x):
-    return x.clone() if isinstance(x, torch.Tensor) else x
-
-
-def _to64(x):
-    return x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else _clone(x)
-
-
-def _sync() -> None:
-    if torch.cuda.is_initialized():  # is_available() asks the driver each time; this is a flag
-        torch.cuda.synchronize()

@@ -22,7 +22,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from kernelgate.cli import main
 from kernelgate.hardware import MathMode
 from kernelgate.models import Problem, Reason
-from kernelgate.numerics import TOLERANCES, Tolerance, check_trial_output, compare, normalized_error
+from kernelgate.numerics import TOLERANCES, Tolerance, check_trial_output, normalized_error
 from kernelgate.problems import DISTRIBUTIONS, BuiltProblem, build_problem
 from kernelgate.reference_ops import CATEGORY_MODULES, DTYPES, get_op, list_ops, reference_op
 
@@ -494,14 +494,20 @@ def test_compare_takes_the_problems_tolerance():
             return (t.view(torch.int32) + 0x1000 & ~0x1FFF).view(torch.float32)
         return rounded(x) @ rounded(y)
 
-    strict, _ = compare("normal", tf32_like, op.reference, op.reference, [a, b], torch.float32)
+    strict, _ = _judged("normal", tf32_like, op.reference, op.reference, [a, b], TOLERANCES[torch.float32])
     assert not strict.passed and strict.reason is Reason.numerics_mismatch
-    loose, _ = compare("normal", tf32_like, op.reference, op.reference, [a, b], torch.float32,
-                       tol=op.tolerance_for("float32"))
+    loose, _ = _judged("normal", tf32_like, op.reference, op.reference, [a, b], op.tolerance_for("float32"))
     assert loose.passed, loose.message
 
 
 # --- integer outputs in numerics -----------------------------------------------------------
+
+
+def _judged(distribution, candidate, reference, reference64, inputs, tol):
+    """A candidate's output checked as the judge checks a trial: against the fp64 reference."""
+    ref = reference(*[x.clone() for x in inputs])
+    ref64 = reference64(*[x.double() if x.is_floating_point() else x.clone() for x in inputs]).double()
+    return check_trial_output(distribution, candidate(*[x.clone() for x in inputs]), ref, ref64, tol), ref
 
 
 def test_integer_outputs_must_match_exactly():
@@ -523,11 +529,11 @@ def test_integer_outputs_must_match_exactly():
 def test_argmax_problem_passes_its_own_reference_through_compare():
     problem = build_problem(Problem.op("argmax", batch=2, dim1=16, dim2=7), torch.device("cpu"), seed=0)
     inputs = problem.make_inputs("uniform01", torch.Generator().manual_seed(0))
-    result, ref = compare("uniform01", get_op("argmax").reference, problem.reference, problem.reference_fp64(),
-                          inputs, problem.dtype)
+    result, ref = _judged("uniform01", get_op("argmax").reference, problem.reference, problem.reference_fp64(),
+                          inputs, problem.numerics_tolerance)
     assert result.passed and ref.dtype == torch.int64
-    wrong, _ = compare("uniform01", lambda x: torch.argmin(x, dim=1), problem.reference, problem.reference_fp64(),
-                       inputs, problem.dtype)
+    wrong, _ = _judged("uniform01", lambda x: torch.argmin(x, dim=1), problem.reference, problem.reference_fp64(),
+                       inputs, problem.numerics_tolerance)
     assert not wrong.passed and wrong.reason is Reason.numerics_mismatch
 
 
