@@ -205,8 +205,7 @@ def split_window(least_ms: float, warm_host_ms: Sequence[float]) -> float:
 
 def time_split(candidate: Callable[[int, int, bool], tuple[object, object]], library: Callable,
                input_sets: list[list], *, refill: Callable[[int], None],
-               check: Callable[[int, object, object, object], None], freeze: Callable[[], None] = lambda: None,
-               warmup: int = 3, reps: int = 30, max_seconds: float = 30.0, rounds: int = 1,
+               check: Callable[[int, object, object, object, float], None], warmup: int = 3, reps: int = 30, max_seconds: float = 30.0, rounds: int = 1,
                adaptive: bool = False, min_reps: int = 10, rel_halfwidth: float = 0.01,
                launch_window_ms: float = 0.2, overhead_ms: dict[float, float] | None = None,
                resolution_ms: float | None = None) -> TimingReport:
@@ -217,9 +216,9 @@ def time_split(candidate: Callable[[int, int, bool], tuple[object, object]], lib
     the judge reads. Per repetition: ``refill(index)`` puts fresh values into the set (same
     addresses); then, in alternating order, the library is timed here (``_time_once``), and the
     candidate is timed by its own events after this process flushed the L2, with this process's
-    clock around the whole request; then ``check(index, library_out, candidate_out, reply)``
-    (outputs, inputs, launches). The candidate's wall sample is that clock less the idle window:
-    the policy compares it with the event times, less ``overhead_ms[window]``: the harness's own
+    clock around the whole request; then ``check(index, library_out, candidate_out, reply, wall_ms)``
+    (outputs, inputs, launches, a claim longer than the wall). The candidate's wall sample is that
+    clock; the policy compares it with the event times, less ``overhead_ms[window]``: the harness's own
     round trip at that window, calibrated before the candidate was loaded (``SPLIT_WINDOWS_MS``),
     with ``resolution_ms`` its measured spread. Adaptive stopping and ``max_seconds`` as in
     ``time_pair``.
@@ -254,7 +253,6 @@ def time_split(candidate: Callable[[int, int, bool], tuple[object, object]], lib
             reply = None
             for side in (("candidate", "library") if rep % 2 == 0 else ("library", "candidate")):
                 if side == "library":
-                    freeze()
                     event_ms, wall_ms, host_ms, host_late, outs["library"] = _time_once(
                         library, input_sets[index], flush, window_cycles)
                 else:
@@ -271,7 +269,7 @@ def time_split(candidate: Callable[[int, int, bool], tuple[object, object]], lib
                 walls[side].append(max(0.0, wall_ms))
                 hosts[side].append(host_ms)
                 late[side] += host_late
-            check(index, outs["library"], outs["candidate"], reply)
+            check(index, outs["library"], outs["candidate"], reply, walls["candidate"][-1])
             del outs
             taken = rep + 1
             if (adaptive and taken % 2 == 0 and taken >= max(min_reps, len(input_sets))

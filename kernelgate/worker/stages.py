@@ -581,14 +581,11 @@ class Screen:
                 slots[index].fill_(float("nan") if like.is_floating_point() else -1)
 
         def candidate(index: int, window_cycles: int, warm: bool):
-            began = time.perf_counter()
             out, reply = remote.call(sets[index], like, "timing", "a timed call", record=True, poison=False,
                                      timed={"window_cycles": window_cycles}, out=slots[index], guard=False)
-            wall_ms = (time.perf_counter() - began) * 1e3
-            if reply.event_ms is None or not math.isfinite(reply.event_ms) or reply.event_ms > wall_ms:
+            if reply.event_ms is None or not math.isfinite(reply.event_ms):
                 raise self.fail(Reason.unsynchronized_work, f"the candidate's process claimed {reply.event_ms} ms for "
-                                f"a call the judge's clock saw take {wall_ms:.4g} ms in all: an impossible time",
-                                "timing")
+                                "a timed call: an impossible time", "timing")
             if not warm:
                 self._same_launches(reply, "a timed call", "timing")
                 heavy = integrity.heavy_ops(reply.ops, self.largest)
@@ -597,7 +594,11 @@ class Screen:
                                     f"problem's input: {', '.join(heavy[:4])}", "timing")
             return reply, out
 
-        def check(index: int, library_out, out, reply) -> None:
+        def check(index: int, library_out, out, reply, wall_ms: float) -> None:
+            if reply.event_ms > wall_ms:
+                raise self.fail(Reason.unsynchronized_work, f"the candidate's process claimed {reply.event_ms:.4g} ms "
+                                f"for a call the judge's clock saw take {wall_ms:.4g} ms in all: an impossible time",
+                                "timing")
             meta = _meta_failure("timed", reply, library_out)
             if meta is not None:
                 raise self.fail(Reason.recheck_mismatch, f"a timed call's output: {meta.message}", "timing")
@@ -612,7 +613,7 @@ class Screen:
                                 f"library's on the same inputs: {result.message}", "timing")
 
         report = time_split(candidate, problem.reference, sets, refill=refill, check=check,
-                          freeze=self.link.freeze, reps=self.opts.timing_reps, max_seconds=self.opts.timing_max_seconds,
+                          reps=self.opts.timing_reps, max_seconds=self.opts.timing_max_seconds,
                           rounds=rounds, adaptive=self.opts.timing_adaptive, min_reps=self.opts.timing_min_reps,
                           rel_halfwidth=self.opts.timing_rel_halfwidth,
                           launch_window_ms=self.opts.timing_launch_window_ms, overhead_ms=self.calibration_ms,
