@@ -17,7 +17,7 @@ from kernelgate.hardware import MathMode
 from kernelgate.models import Cost, Problem
 from kernelgate.numerics import TOLERANCES, Tolerance
 
-__all__ = ["BuiltProblem", "build_problem", "DISTRIBUTIONS", "draw", "randomize_state"]
+__all__ = ["BuiltProblem", "build_problem", "instantiate", "DISTRIBUTIONS", "draw", "randomize_state"]
 
 DISTRIBUTIONS = ("uniform01", "normal", "wide_scale", "normal_offset", "large_offset")
 """Input distributions, one per numerics trial: KernelBench's own [0, 1) first, then signed draws,
@@ -133,25 +133,35 @@ class BuiltProblem:
 
         Returns the callable, whether the state was copied (None: nothing to copy), and a note.
         """
-        if isinstance(entry, type) and issubclass(entry, torch.nn.Module):
-            module = entry(*self.init_inputs)
-            module = module.to(self.device)
-            if self.dtype != torch.float32:
-                module = module.to(self.dtype)
-            ref_state = self.reference.state_dict() if isinstance(self.reference, torch.nn.Module) else {}
-            if not ref_state:
-                return module, None, None
-            try:
-                module.load_state_dict(ref_state, strict=True)
-                return module, True, None
-            except Exception as exc:
-                note = ("the candidate's parameters do not match the reference's state_dict keys or shapes "
-                        f"({str(exc).splitlines()[0][:200]}); reference parameters left as initialized, "
-                        "candidate seeded alike")
-                return module, False, note
-        if callable(entry):
-            return entry, None, None
-        raise TypeError(f"entry point is a {type(entry).__name__}, not a class or function")
+        state = self.reference.state_dict() if isinstance(self.reference, torch.nn.Module) else {}
+        return instantiate(entry, self.init_inputs, self.device, self.dtype, state)
+
+
+def instantiate(entry: Any, init_inputs: list, device: torch.device, dtype: torch.dtype,
+                state: dict) -> tuple[Callable[..., torch.Tensor], bool | None, str | None]:
+    """A ``ModelNew`` class built with the problem's init inputs, on ``device`` in ``dtype``, with
+    ``state`` (the reference's) copied in by ``load_state_dict``; a function is used as it is.
+
+    Returns the callable, whether the state was copied (None: nothing to copy), and a note. Shared
+    by the candidate's process and the ncu pass; construction errors propagate to the caller.
+    """
+    if isinstance(entry, type) and issubclass(entry, torch.nn.Module):
+        module = entry(*init_inputs).to(device)
+        if dtype != torch.float32:
+            module = module.to(dtype)
+        if not state:
+            return module, None, None
+        try:  # load_state_dict copies: the module never shares the storage it was given
+            module.load_state_dict(state, strict=True)
+            return module, True, None
+        except Exception as exc:
+            note = ("the candidate's parameters do not match the reference's state_dict keys or shapes "
+                    f"({str(exc).splitlines()[0][:200]}); reference parameters left as initialized, "
+                    "candidate seeded alike")
+            return module, False, note
+    if callable(entry):
+        return entry, None, None
+    raise TypeError(f"entry point is a {type(entry).__name__}, not a class or function")
 
 
 def _generic_cost(reference, inputs: list, output: torch.Tensor) -> tuple[float, float, bool]:

@@ -186,33 +186,20 @@ class Runner:
 
     def _build(self, entry, req: dict):
         """Instantiate a ``ModelNew`` with the problem's init inputs and copy the reference's state in."""
+        from kernelgate.problems import instantiate
+
         torch = self.torch
-        if not (isinstance(entry, type) and issubclass(entry, torch.nn.Module)):
-            if not callable(entry):
-                raise CandidateFailure("runtime_error", f"entry point is a {type(entry).__name__}, not a class or function")
-            return _shielded(entry), None, None
-        device = torch.device("cuda" if self.cuda else "cpu")
+        state = {name: open_ref_cached(self, ref) for name, ref in req["state"].items()}
         try:
-            module = entry(*[self._arg(a) for a in req["init"]]).to(device)
-            if req["dtype"] != "float32":
-                module = module.to(getattr(torch, req["dtype"]))
+            built, copied, note = instantiate(entry, [self._arg(a) for a in req["init"]],
+                                              torch.device("cuda" if self.cuda else "cpu"),
+                                              getattr(torch, req["dtype"]), state)
         except (SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
             raise CandidateFailure("runtime_error", f"the candidate raised {type(exc).__name__} while being "
                                    "constructed") from None
         except Exception as exc:
             raise classify(self.plugin, exc, self.path, "runtime_error") from None
-        state = {name: open_ref_cached(self, ref) for name, ref in req["state"].items()}
-        copied, note = None, None
-        if state:
-            try:  # load_state_dict copies: the candidate's parameters never share the judge's storage
-                module.load_state_dict(state, strict=True)
-                copied = True
-            except Exception as exc:
-                copied = False
-                note = ("the candidate's parameters do not match the reference's state_dict keys or shapes "
-                        f"({str(exc).splitlines()[0][:200]}); reference parameters left as initialized, "
-                        "candidate seeded alike")
-        return _shielded(module), copied, note
+        return _shielded(built), copied, note
 
     def _arg(self, item: dict):
         from kernelgate.worker.protocol import decode_value
