@@ -43,3 +43,27 @@ def test_a_request_past_its_deadline_kills_the_process(process, monkeypatch):
         process.ask({"type": "ping"}, deadline_s=1.0)
     assert caught.value.why == "timeout" and time.monotonic() - began < 10
     assert process.proc.poll() is not None
+
+
+def test_a_candidates_process_dies_with_its_judge_even_when_stopped():
+    """A spare closed by the supervisor: the judge gets SIGKILL while its candidate's process is stopped."""
+    from kernelgate.worker import Worker
+
+    worker = Worker()
+    try:
+        worker.wait_ready(120)
+        candidate = worker.candidate_pid
+        os.killpg(worker.proc.pid, 9)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{candidate}/stat") as stat:
+                    if stat.read().split(")")[1].split()[0] == "Z":
+                        break
+            except FileNotFoundError:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the candidate's process outlived its judge")
+    finally:
+        worker.close()

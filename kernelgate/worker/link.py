@@ -55,7 +55,8 @@ class CandidateProcess:
             [sys.executable, "-m", "kernelgate.worker.candidate", str(req_r), str(rep_w), str(self.workdir),
              str(flag_path)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            pass_fds=(req_r, rep_w), start_new_session=True, cwd=self.workdir, env=env)
+            pass_fds=(req_r, rep_w), start_new_session=True, cwd=self.workdir, env=env,
+            preexec_fn=_die_with_parent)
         os.close(req_r)
         os.close(rep_w)
         self._buffer = b""
@@ -253,6 +254,18 @@ class CandidateProcess:
         self._over_memory = True
         self.kill()
         return True
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: the kernel SIGKILLs it when the judge dies. A candidate's process
+    stopped between requests cannot notice its parent's death itself, and a judge killed with
+    SIGKILL (a spare the supervisor closes) cannot kill it first."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _hint(exit_text: str, tail: str) -> str:
