@@ -34,6 +34,7 @@ _REJECT_ADVICE = {
     Reason.side_stream: "Launch every kernel on the current stream; do not create other streams.",
     Reason.output_caching: "Compute the result from the inputs on every call; return a fresh output tensor each time.",
     Reason.input_mutation: "Do not modify the inputs; write results only to the output.",
+    Reason.host_work: "Compute on the GPU in your kernel; do not compute on the host (numpy, .tolist(), Python loops).",
     Reason.background_work: "Finish all work before returning; do not start threads.",
     Reason.forbidden_call: "Do not start processes or write files outside the working directory.",
     Reason.shape_specialized: "Handle every shape (masks for ragged edges); do not branch on the tested shape.",

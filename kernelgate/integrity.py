@@ -659,6 +659,8 @@ class OpRecorder:
                     name = getattr(func, "__name__", str(func))
                     if name not in NON_COMPUTE_OPS:
                         self.recorder.calls.append((name, _largest(args, kwargs)))
+                    if name in HOST_READ_OPS:  # noted before the call: a read that fails still read
+                        self.recorder._note_host_read(name, args, kwargs)
                     result = func(*args, **kwargs)
                     if name in COPY_OPS:
                         self.recorder._note_copy(name, args, result)
@@ -668,7 +670,28 @@ class OpRecorder:
         self.calls: list[tuple[str, int]] = []
         self.copies: list[tuple[str, int]] = []
         """Calls that copied data (a new buffer, or ``copy_``), with the elements copied."""
+        self.to_host: list[tuple[str, int]] = []
+        """Reads of device tensors into host memory (``.cpu()``, ``.numpy()``, ``.tolist()``, a copy
+        or ``.to`` onto the CPU), with the elements read."""
         self._mode = OpRecorder._mode_class(self)
+
+    def _note_host_read(self, name: str, args, kwargs) -> None:
+        import torch
+
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        if not tensors:
+            return
+        if name == "copy_":  # copy_(destination, source): a device source into a host destination
+            if len(tensors) < 2 or tensors[0].device.type != "cpu" or tensors[1].device.type == "cpu":
+                return
+            self.to_host.append((name, tensors[1].numel()))
+            return
+        source = tensors[0]
+        if source.device.type == "cpu":
+            return
+        if name == "to" and not any(_names_cpu(a) for a in list(args[1:]) + list(kwargs.values())):
+            return
+        self.to_host.append((name, source.numel()))
 
     def _note_copy(self, name: str, args, result) -> None:
         import torch
@@ -700,6 +723,21 @@ def _largest(args, kwargs) -> int:
             if isinstance(item, torch.Tensor):
                 best = max(best, item.numel())
     return best
+
+
+HOST_READ_OPS = frozenset("cpu numpy tolist to copy_".split())
+"""Tensor calls that may read a device tensor into host memory; ``OpRecorder`` notes those that do."""
+
+
+def _names_cpu(value) -> bool:
+    """Whether a ``.to()`` argument names the CPU (a device, a string, a tensor on the CPU)."""
+    import torch
+
+    if isinstance(value, torch.device):
+        return value.type == "cpu"
+    if isinstance(value, str):
+        return value.split(":")[0] == "cpu"
+    return isinstance(value, torch.Tensor) and value.device.type == "cpu"
 
 
 COPY_OPS = frozenset("contiguous clone to float half bfloat16 double type copy_ cat stack".split())

@@ -107,6 +107,9 @@ class Reason(str, Enum):
     """Outputs replayed from an earlier call (keyed by address or content), or a returned buffer reused."""
     input_mutation = "input_mutation"
     """The candidate changed its inputs."""
+    host_work = "host_work"
+    """The candidate's process spent far more CPU time per timed call than launching kernels takes:
+    the work was done on the host (numpy, Python loops)."""
     background_work = "background_work"
     """Threads or deferred work still running, or outputs still changing, after the call returned."""
     forbidden_call = "forbidden_call"
@@ -315,6 +318,10 @@ class TimingReport(Model):
     library_alone_median_ms: float | None = None
     """The library timed again after the candidate's process was killed: a library much slower
     beside the candidate than alone means the candidate kept the GPU busy (``timing_interference``)."""
+    candidate_cpu_ms: float | None = None
+    """CPU time of the candidate's process group per timed request, less the harness's own per
+    request (calibrated before the candidate was loaded), read by the judge from ``/proc``: host
+    work the candidate did per call, whatever it reports (``host_work``)."""
 
 
 class Environment(Model):

@@ -62,3 +62,25 @@ def test_heavy_ops_ignore_small_operands():
 def test_heavy_ops_add_up_slices_of_the_work():
     thirds = [("sum", 1366), ("sum", 1365), ("sum", 1365)]  # each under half the input, together all of it
     assert heavy_ops(thirds, 4096) == ["sum on 4,096 elements in all"]
+
+
+def test_op_recorder_notes_reads_of_device_tensors_into_host_memory():
+    """Host work reads device data to the host; a "meta" tensor stands in for a device one here."""
+    import torch
+
+    from kernelgate.integrity import OpRecorder
+
+    device = torch.empty(64, 32, device="meta")
+    host = torch.empty(64, 32)
+    with OpRecorder() as recorder:
+        for read in (lambda: device.cpu(), lambda: device.to("cpu"), lambda: device.to(device=torch.device("cpu")),
+                     lambda: host.copy_(device), lambda: device.tolist()):
+            try:
+                read()
+            except (NotImplementedError, RuntimeError):
+                pass  # a meta tensor has no data to copy out; the read was asked for all the same
+        device.to(torch.float16)   # stays on its device
+        host.cpu()                 # already on the host
+        host.tolist()
+    assert [name for name, _ in recorder.to_host] == ["cpu", "to", "to", "copy_", "tolist"]
+    assert all(size == 64 * 32 for _, size in recorder.to_host)

@@ -67,3 +67,36 @@ def test_a_candidates_process_dies_with_its_judge_even_when_stopped():
             raise AssertionError("the candidate's process outlived its judge")
     finally:
         worker.close()
+
+
+_BURN = """
+import os, sys, threading, time
+def burn(seconds):
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+t = threading.Thread(target=burn, args=(0.3,)); t.start(); t.join()   # a thread's CPU time
+if os.fork() == 0:                                                   # a reaped child's
+    burn(0.3); os._exit(0)
+os.wait()
+print("done", flush=True)
+time.sleep(30)
+"""
+
+
+def test_group_cpu_seconds_counts_threads_and_reaped_children_of_the_group():
+    import subprocess
+    import sys
+
+    from kernelgate.worker.link import group_cpu_seconds
+
+    proc = subprocess.Popen([sys.executable, "-c", _BURN], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip() == "done"
+        used = group_cpu_seconds(proc.pid)
+        assert used >= 0.5, used  # 0.3 s in a thread + 0.3 s in a child, at 10 ms ticks
+        assert group_cpu_seconds(proc.pid) - used < 0.05  # asleep now: nothing more accrues
+    finally:
+        proc.kill()
+        proc.wait()
+    assert group_cpu_seconds(proc.pid) == 0.0  # a group with no process left counts nothing

@@ -31,8 +31,6 @@ CPU_GAPS = {
 """Cases that get a non-reject verdict on the CPU machine (screened 2026-12-04), with why: known
 gaps, each an expected failure that fails loudly (strict) once the gate catches it."""
 GPU_GAPS = {
-    "c3_numpy_rowsum.py": "host work with correct outputs: repair at LRE < 0.001 on the H200 (redteam_h200.json)",
-    "c3_tolist_python.py": "host work with correct outputs: repair at LRE < 0.001 on the H200 (redteam_h200.json)",
     "c5_slow_library.py": "its queued work did not slow the library (0.0316 vs 0.0317 ms alone): its honest accept",
     "c1_event_ms_forged.py": "a lie below the wall check's 1.5 ms floor, bounded by the physical floor",
     "c5_l2_prefetch.py": "work before the start event below the wall check's 1.5 ms floor",

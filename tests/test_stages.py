@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from kernelgate.models import Problem, Reason
@@ -76,3 +77,49 @@ def test_a_reference_that_fails_is_the_problems_fault_not_the_gates():
                                           "width": 8})
     with pytest.raises(ProblemError, match="the reference failed"):
         screen(Candidate(source=(FIXTURES / "rowsum_good.py").read_text(), entry="kernel"), spec)
+
+
+def _timing_with_library(library_ms: float):
+    from kernelgate.models import TimeStats, TimingReport
+
+    def side(ms: float) -> TimeStats:
+        return TimeStats(median_ms=ms, p20_ms=ms, p80_ms=ms, min_ms=ms, reps=10, wall_median_ms=ms)
+
+    return TimingReport(candidate=side(0.05), library=side(library_ms), l2_flush_bytes=1, input_sets=1, rounds=1,
+                        launch_overhead_ms=0.5)
+
+
+@pytest.mark.parametrize("cpu_ms, library_ms, rejected", [
+    (40.0, 0.03, True),     # numpy on the host: 40 ms of CPU per call beside a 30 us library op
+    (1.5, 0.03, False),     # a wrapper's Python: under the 2 ms floor
+    (8.0, 10.0, False),     # under the library's own time: not host work by this rule
+    (25.0, 10.0, True),
+])
+def test_host_work_is_cpu_time_per_timed_call_beyond_the_harness(cpu_ms, library_ms, rejected):
+    from kernelgate.models import Reason
+    from kernelgate.worker.stages import CandidateFailure, Screen
+
+    screen = Screen.__new__(Screen)  # only the fields _host_work reads
+    screen.timed_requests, screen.calibration_cpu_ms = 20, 0.4
+    screen.timed_cpu_s = 20 * (cpu_ms + 0.4) / 1e3
+    timing = _timing_with_library(library_ms)
+    if rejected:
+        with pytest.raises(CandidateFailure) as caught:
+            screen._host_work(timing)
+        assert caught.value.failure.reason is Reason.host_work and "CPU time" in caught.value.failure.message
+    else:
+        screen._host_work(timing)
+    assert timing.candidate_cpu_ms == pytest.approx(cpu_ms)
+
+
+def test_reading_input_sized_device_data_to_the_host_is_host_work():
+    from kernelgate.worker.stages import CandidateFailure, Screen
+
+    screen = Screen.__new__(Screen)
+    screen.cuda, screen.largest, screen.hits = True, 4096, []
+    screen._host_reads(CallReply(type="call", to_host=[("tolist", 16)]), "forward", "numerics")  # a few offsets
+    with pytest.raises(CandidateFailure) as caught:  # .cpu() of the whole input, in two halves
+        screen._host_reads(CallReply(type="call", to_host=[("cpu", 2048), ("numpy", 2048)]), "forward", "numerics")
+    assert caught.value.failure.reason is Reason.host_work
+    screen.cuda = False  # without a GPU every tensor is on the host: nothing to tell
+    screen._host_reads(CallReply(type="call", to_host=[("cpu", 4096)]), "forward", "numerics")

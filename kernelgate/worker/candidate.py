@@ -244,6 +244,7 @@ class Runner:
         reply["compile_seconds"] = {k: round(v, 4) for k, v in self.log.first_call_seconds.items()}
         if recorder is not None:  # summed per op, never cut short: the 201st call counts too
             reply["ops"], reply["copies"] = _summed(recorder.calls), recorder.copies[:200]
+            reply["to_host"] = _summed(recorder.to_host)
         violation = self._check(req.get("when", "after a call")) if req.get("guard", True) else None
         if violation:
             reply["violation"] = violation
@@ -490,7 +491,7 @@ def main() -> None:
     if torch.cuda.is_available():
         from kernelgate.worker.judge import start_cuda
 
-        start_cuda()
+        start_cuda(blocking_sync=True)
     send({"type": "ready", "pid": os.getpid()})
     runner = Runner(workdir, send, flag)
     _compile_watch(flag)

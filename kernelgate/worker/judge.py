@@ -23,14 +23,33 @@ from kernelgate.worker.protocol import START_GATE
 __all__ = ["main", "start_cuda", "exit_with_parent"]
 
 
-def start_cuda() -> None:
+def start_cuda(blocking_sync: bool = False) -> None:
     """Create the CUDA context and run one tiny kernel. The lazy init also fills torch.cuda's state
-    (``default_generators``), so a guard armed afterwards does not take that for the candidate's doing."""
+    (``default_generators``), so a guard armed afterwards does not take that for the candidate's doing.
+
+    ``blocking_sync`` (the candidate's process): a synchronize sleeps instead of spinning, so the
+    process's CPU time counts its host work and not its waits for the GPU (the judge reads it)."""
     import torch
 
+    if blocking_sync:
+        _blocking_sync()
     torch.cuda.init()
     torch.ones(1, device="cuda").add_(1)
     torch.cuda.synchronize()
+
+
+def _blocking_sync() -> bool:
+    """Set the primary context's flags to CU_CTX_SCHED_BLOCKING_SYNC before it exists (driver API;
+    torch's runtime uses that context). False where the driver refused or is missing."""
+    import ctypes
+
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+        device = ctypes.c_int()
+        return (cuda.cuInit(0) == 0 and cuda.cuDeviceGet(ctypes.byref(device), 0) == 0
+                and cuda.cuDevicePrimaryCtxSetFlags(device, 0x04) == 0)
+    except (OSError, AttributeError):
+        return False
 
 
 def exit_with_parent(parent: int, name: str = "kernelgate-parent-watch", before_exit=None) -> None:

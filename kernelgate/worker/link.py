@@ -131,6 +131,12 @@ class CandidateProcess:
                 pass
         self._req_w = self._rep_r = -1
 
+    def cpu_seconds(self) -> float:
+        """CPU time the candidate's process group has used so far (user + system, its threads and its
+        reaped children included), from ``/proc``: the kernel's count, which nothing in the group can
+        lower. Processes that left the group (``setsid``) are not counted."""
+        return group_cpu_seconds(self.proc.pid)
+
     def exit_text(self) -> str:
         code = self.proc.poll()
         if code is None:
@@ -254,6 +260,31 @@ class CandidateProcess:
         self._over_memory = True
         self.kill()
         return True
+
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def group_cpu_seconds(pgid: int) -> float:
+    """utime + stime + cutime + cstime of every process in process group ``pgid``, in seconds
+    (``/proc/PID/stat``, clock ticks: 10 ms each on Linux, so a caller sums over many calls)."""
+    total = 0
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return 0.0
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                text = handle.read()
+        except OSError:
+            continue
+        fields = text[text.rfind(b")") + 2:].split()  # fields from the state on: the name may hold spaces
+        if len(fields) > 14 and int(fields[2]) == pgid:  # pgrp; utime, stime, cutime, cstime follow
+            total += int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
+    return total / _TICKS
 
 
 def _die_with_parent() -> None:

@@ -89,6 +89,8 @@ class CallReply(Model):
     ops: list[tuple[str, int]] = Field(default_factory=list)
     """Torch calls made by the candidate during the call, with their largest operand (elements)."""
     copies: list[tuple[str, int]] = Field(default_factory=list)
+    to_host: list[tuple[str, int]] = Field(default_factory=list)
+    """Reads of device tensors into host memory during the call, summed per call name (elements)."""
     event_ms: float | None = Field(default=None, gt=0)
     """Timed calls: the candidate's own CUDA-event time of the call (a claim of 0 is invalid)."""
     host_ms: float | None = Field(default=None, ge=0)

@@ -73,6 +73,13 @@ before any candidate code ran there, so a candidate can inflate neither."""
 INTERFERENCE_RATIO = 1.15
 """The library timed beside the candidate may be this much slower than alone, plus ``INTERFERENCE_FLOOR_MS``."""
 INTERFERENCE_FLOOR_MS = 0.02
+HOST_CPU_FLOOR_MS = 2.0
+"""A timed call may use this much CPU in the candidate's process group beyond the harness's own
+(launching kernels and a wrapper's Python take well under a millisecond)..."""
+HOST_CPU_LIBRARY_MULTIPLE = 1.0
+"""...or this many times the library's time per call, whichever is larger; more is ``host_work``:
+the computation ran on the host. The candidate's process syncs by sleeping (blocking sync), so its
+waits for the GPU cost it no CPU time."""
 
 
 class CandidateFailure(Exception):
@@ -133,6 +140,10 @@ class Screen:
         self.judge_peak = 0
         self.cpu_numerics = True
         self.calibration_ms: dict[float, float] = {}
+        self.calibration_cpu_ms = 0.0
+        """CPU time of the candidate's process group per calibration call: the harness's own share."""
+        self.timed_requests = 0
+        self.timed_cpu_s = 0.0
         self.resolution_ms: float | None = None
         self.remote = Remote(self)
         self._clock = self._part = time.perf_counter()
@@ -161,6 +172,7 @@ class Screen:
         waited = time.perf_counter() - began
         self._clock += waited
         self._part += waited
+        self.m.stage_seconds["go_wait"] = round(self.m.stage_seconds.get("go_wait", 0.0) + waited, 4)
 
     def fail(self, reason: Reason, message: str, stage: str) -> CandidateFailure:
         return CandidateFailure(reason, message + integrity.evidence_for(self.hits, reason), stage)
@@ -254,11 +266,13 @@ class Screen:
         for _ in range(2):  # the first calls open the shared memory
             round_trip(SPLIT_WINDOWS_MS[0])
         deviations = []
+        cpu_before = self.link.cpu_seconds()
         for window in SPLIT_WINDOWS_MS:
             times = [round_trip(window) for _ in range(CALIBRATION_CALLS)]
             median = statistics.median(times)
             self.calibration_ms[window] = median
             deviations += [abs(t - median) for t in times]
+        self.calibration_cpu_ms = (self.link.cpu_seconds() - cpu_before) * 1e3 / (CALIBRATION_CALLS * len(SPLIT_WINDOWS_MS))
         deviations.sort()
         self.resolution_ms = deviations[int(0.8 * (len(deviations) - 1))]  # 80th percentile of |t - median|
 
@@ -349,6 +363,7 @@ class Screen:
         if heavy:
             raise self.fail(Reason.library_op_used, "forward called torch on operands as large as the problem's "
                             f"input ({self.largest:,} elements): {', '.join(heavy[:4])}", "numerics")
+        self._host_reads(reply, "forward", "numerics")
         meta = _meta_failure(label, reply, ref)
         if meta is not None:
             return meta
@@ -541,6 +556,7 @@ class Screen:
             if roofline.utilization(floor, timing.candidate.median_ms) > self.opts.physics_limit:
                 timing = self._timed(rounds=2)  # believe an impossible time only after a second timing
         self.link.kill()  # gone: nothing of the candidate's can still run on the GPU
+        self._host_work(timing)
         alone = time_library_alone(self.problem.reference, self._sets, reps=max(5, min(10, timing.library.reps)),
                                    launch_window_ms=timing.launch_window_ms)
         timing.library_alone_median_ms = alone
@@ -556,6 +572,28 @@ class Screen:
                                 f"the GPU's {timing.launch_window_ms:g} ms idle window, in {c.host_late_reps} of {c.reps} "
                                 "repetitions: the candidate's time includes host-side launch work")
         self.stage_done("timing")
+
+    def _host_reads(self, reply: CallReply, label: str, stage: str) -> None:
+        """On a GPU, reading an input-sized device tensor into host memory during a call is host work."""
+        if not self.cuda:
+            return
+        reads = integrity.heavy_ops(reply.to_host, self.largest)
+        if reads:
+            raise self.fail(Reason.host_work, f"{label} read device data as large as the problem's input into host "
+                            f"memory: {', '.join(reads[:4])}; the work was done on the host", stage)
+
+    def _host_work(self, timing) -> None:
+        """Reject a candidate whose process group used much more CPU per timed call than the harness."""
+        if not self.timed_requests:
+            return
+        per_call = self.timed_cpu_s * 1e3 / self.timed_requests - self.calibration_cpu_ms
+        timing.candidate_cpu_ms = round(per_call, 4)
+        allowed = max(HOST_CPU_FLOOR_MS, HOST_CPU_LIBRARY_MULTIPLE * timing.library.median_ms)
+        if per_call > allowed:
+            raise CandidateFailure(Reason.host_work, (
+                f"the candidate's processes used {per_call:.3g} ms of CPU time per timed call beyond the harness's "
+                f"own (allowed: {allowed:.3g} ms; the library takes {timing.library.median_ms:.3g} ms on the GPU): "
+                "the work was done on the host"), "timing")
 
     def _timed(self, rounds: int):
         """One timing of both sides (``kernelgate.timing.time_split``) with a check of every repetition."""
@@ -592,6 +630,7 @@ class Screen:
                 if heavy:
                     raise self.fail(Reason.library_op_used, "a timed call used torch on operands as large as the "
                                     f"problem's input: {', '.join(heavy[:4])}", "timing")
+                self._host_reads(reply, "a timed call", "timing")
             return reply, out
 
         def check(index: int, library_out, out, reply, wall_ms: float) -> None:
@@ -612,12 +651,18 @@ class Screen:
                 raise self.fail(Reason.recheck_mismatch, "a timed call's output on fresh inputs, against the "
                                 f"library's on the same inputs: {result.message}", "timing")
 
-        report = time_split(candidate, problem.reference, sets, refill=refill, check=check,
+        def counted(index: int, window_cycles: int, warm: bool):
+            self.timed_requests += 1
+            return candidate(index, window_cycles, warm)
+
+        cpu_before = self.link.cpu_seconds()
+        report = time_split(counted, problem.reference, sets, refill=refill, check=check,
                           reps=self.opts.timing_reps, max_seconds=self.opts.timing_max_seconds,
                           rounds=rounds, adaptive=self.opts.timing_adaptive, min_reps=self.opts.timing_min_reps,
                           rel_halfwidth=self.opts.timing_rel_halfwidth,
                           launch_window_ms=self.opts.timing_launch_window_ms, overhead_ms=self.calibration_ms,
                           resolution_ms=self.resolution_ms)
+        self.timed_cpu_s += self.link.cpu_seconds() - cpu_before
         remote.check("after timing", "timing")
         return report
 
