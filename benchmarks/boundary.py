@@ -52,8 +52,10 @@ def main(argv: list[str] | None = None) -> int:
                        overhead_ms=t.launch_overhead_ms,
                        unexplained_ms=c.wall_median_ms - t.launch_overhead_ms - c.median_ms,
                        library_median_ms=t.library.median_ms, library_alone_ms=t.library_alone_median_ms,
-                       runner_median_ms=t.runner_median_ms,
-                       window_ms=t.launch_window_ms, reps=c.reps, resolution_ms=t.wall_resolution_ms)
+                       runner_median_ms=getattr(t, "runner_median_ms", None),
+                       window_ms=t.launch_window_ms, reps=c.reps,
+                       resolution_ms=getattr(t, "wall_resolution_ms", None),
+                       candidate_cpu_ms=getattr(t, "candidate_cpu_ms", None))
         if verdict.memory is not None:
             row["memory"] = verdict.memory.model_dump()
         row["seconds_excluding_compile"] = round(seconds - float(verdict.seconds.get("compile", 0.0)), 3)

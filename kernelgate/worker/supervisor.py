@@ -311,8 +311,10 @@ class Worker:
     # --- lifecycle ---------------------------------------------------------------------------
 
     def _groups(self) -> list[int]:
-        """The judge's process group, and the candidate's (a session of its own)."""
-        return [self.proc.pid] + ([self.candidate_pid] if self.candidate_pid else [])
+        """The judge's process group, and the candidate's (a session of its own; before ``ready``
+        its pid is read from the judge's children, so a starting spare can be stopped whole)."""
+        candidate = [self.candidate_pid] if self.candidate_pid else _children(self.proc.pid)
+        return [self.proc.pid] + candidate
 
     def pause(self) -> None:
         """Stop both processes' groups (their compilers too) until ``resume``."""
@@ -487,6 +489,15 @@ def _supervisor_failure(phase: str, timed_out: bool, exit_text: str, tail: str, 
                    message=f"the worker died in the {phase} phase with {exit_text}{hint}" + (f":\n{last}" if last else ""))
 
 
+def _children(pid: int) -> list[int]:
+    """The pids of a process's children (``/proc/PID/task/PID/children``); empty where unreadable."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as handle:
+            return [int(x) for x in handle.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
 class WorkerPool:
     """Spare workers started ahead; each ``run`` uses a fresh one and starts its replacement."""
 
@@ -512,19 +523,20 @@ class WorkerPool:
         return worker
 
     def run(self, job: Job) -> WorkerResult:
-        return self.acquire().run(job, on_phase=lambda phase: self._settle_spares() if phase == "timing" else None)
+        paused: list[Worker] = []
 
-    def _settle_spares(self) -> None:
-        """Wait until starting spares are up (torch import, CUDA context): quiet host and GPU for timing."""
-        with self._lock:
-            idle = list(self._idle)
-        for worker in idle:
-            try:
-                worker.wait_ready(60.0)
-            except WorkerError:
+        def on_phase(phase: str) -> None:
+            if phase == "timing":  # quiet host and GPU: spares still starting are stopped, not awaited
                 with self._lock:
-                    if worker in self._idle:
-                        self._idle.remove(worker)
+                    paused.extend(self._idle)
+                for worker in paused:
+                    worker.pause()
+
+        try:
+            return self.acquire().run(job, on_phase=on_phase)
+        finally:
+            for worker in paused:
+                worker.resume()
 
     def close(self) -> None:
         with self._lock:
@@ -647,6 +659,10 @@ class TurnPool:
         """Nothing is started ahead: each job's worker ends with its job."""
 
 
+DEFAULT_SPARES = 2 if (os.cpu_count() or 1) >= 8 else 1
+"""Workers started ahead by ``screen``'s pool: two where the cores allow, so that a spare has two
+screens' worth of time to import torch in both its processes and make its CUDA contexts."""
+
 _default: WorkerPool | None = None
 
 
@@ -654,6 +670,6 @@ def default_pool() -> WorkerPool:
     """The process-wide pool ``screen`` uses unless given another worker."""
     global _default
     if _default is None:
-        _default = WorkerPool(spares=1)
+        _default = WorkerPool(spares=DEFAULT_SPARES)
         atexit.register(_default.close)
     return _default
