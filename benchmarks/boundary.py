@@ -40,7 +40,13 @@ def main(argv: list[str] | None = None) -> int:
             continue
         source = (ROOT / "examples" / case.candidate).read_text()
         began = time.perf_counter()
-        verdict = screen(Candidate(source=source, name=case.name), case.problem_spec(gpu=True), options=ScreenOptions())
+        try:
+            verdict = screen(Candidate(source=source, name=case.name), case.problem_spec(gpu=True), options=ScreenOptions())
+        except Exception as exc:  # a gate fault (or an older kernelgate that lacks an API): recorded, not fatal
+            rows.append({"name": case.name, "status": "error", "message": f"{type(exc).__name__}: {str(exc)[:300]}"})
+            _write(args.out, argv, rows)
+            print(json.dumps(rows[-1]), flush=True)
+            continue
         seconds = time.perf_counter() - began
         t = verdict.timing
         row = {"name": case.name, "status": verdict.status.value, "reason": verdict.reason.value if verdict.reason else None,
@@ -56,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
                        window_ms=t.launch_window_ms, reps=c.reps,
                        resolution_ms=getattr(t, "wall_resolution_ms", None),
                        candidate_cpu_ms=getattr(t, "candidate_cpu_ms", None))
-        if verdict.memory is not None:
+        if getattr(verdict, "memory", None) is not None:
             row["memory"] = verdict.memory.model_dump()
         row["seconds_excluding_compile"] = round(seconds - float(verdict.seconds.get("compile", 0.0)), 3)
         rows.append(row)
@@ -73,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
 def _write(out: Path, argv: list[str] | None, rows: list[dict]) -> None:
     """The record so far (rewritten after every screen, so a cut run keeps what finished)."""
     unexplained = [r["unexplained_ms"] for r in rows if "unexplained_ms" in r]
-    seconds = [r["seconds_excluding_compile"] for r in rows]
+    seconds = [r["seconds_excluding_compile"] for r in rows if "seconds_excluding_compile" in r]
     record = {**run_header("python benchmarks/boundary.py", argv), "rows": rows,
               "unexplained_ms": {"median": statistics.median(unexplained), "max": max(unexplained),
                                  "min": min(unexplained)} if unexplained else None,
