@@ -28,6 +28,7 @@ from kernelgate import compile_cache
 from kernelgate.integrity import compiler_section
 from kernelgate.dsl import Launch, LaunchLog
 from kernelgate.dsl import _nvcc
+from kernelgate.dsl import cuda_facts
 from kernelgate.models import KernelArtifact, Reason
 
 __all__ = ["PLUGIN", "CudaPlugin", "CudaBuildError", "STATIC_ARCH"]
@@ -221,6 +222,10 @@ class CudaPlugin:
     """KernelBench's name for this DSL (its ``backend`` argument), read by the adapter and the CLI."""
     cpu_numerics = False
     """No CUDA emulator on the CPU: without a GPU a candidate is compiled and checked statically."""
+    facts = staticmethod(cuda_facts.facts)
+    """DSL-neutral facts of one compiled kernel (pure text parsing), for the diagnosis rules."""
+    hints = cuda_facts.HINTS
+    """The fix for each finding code, in CUDA terms."""
 
     def __init__(self) -> None:
         self._extensions: dict[str, _Extension] = {}

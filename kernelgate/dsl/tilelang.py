@@ -23,6 +23,7 @@ from typing import Any
 
 from kernelgate.dsl import Launch, LaunchLog
 from kernelgate.dsl import _nvcc
+from kernelgate.dsl import tilelang_facts
 from kernelgate.integrity import compiler_section
 from kernelgate.models import KernelArtifact, Reason
 
@@ -160,6 +161,10 @@ class TileLangPlugin:
     """KernelBench's name for this DSL (its ``backend`` argument), read by the adapter and the CLI."""
     cpu_numerics = False
     """TileLang has no interpreter: without a GPU a candidate is lowered and checked statically."""
+    facts = staticmethod(tilelang_facts.facts)
+    """DSL-neutral facts of one compiled kernel (pure text parsing), for the diagnosis rules."""
+    hints = tilelang_facts.HINTS
+    """The fix for each finding code, in TileLang's terms."""
 
     def __init__(self) -> None:
         self._compiled: dict[str, _Compiled] = {}

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelgate.dsl import Launch, LaunchLog
+from kernelgate.dsl import triton_facts
 from kernelgate.integrity import compiler_section
 from kernelgate.models import KernelArtifact, Reason
 
@@ -60,6 +61,10 @@ class TritonPlugin:
     name = "triton"
     kernelbench_backend = "triton"
     """KernelBench's name for this DSL (its ``backend`` argument), read by the adapter and the CLI."""
+    facts = staticmethod(triton_facts.facts)
+    """DSL-neutral facts of one compiled kernel (pure text parsing), for the diagnosis rules."""
+    hints = triton_facts.HINTS
+    """The fix for each finding code, in Triton's terms."""
 
     def detect(self, source: str) -> bool:
         return bool(_IMPORT_RE.search(source))
