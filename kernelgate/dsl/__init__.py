@@ -89,7 +89,17 @@ class LaunchLog:
 
 @runtime_checkable
 class DSLPlugin(Protocol):
-    """What a DSL plug-in provides."""
+    """What a DSL plug-in provides.
+
+    Two optional attributes feed the static diagnosis, which runs in the screening parent and so
+    must import no DSL package (read the artifacts as text):
+
+    - ``facts(artifact) -> kernelgate.diagnosis.facts.KernelFacts``: what the kernel's artifacts
+      show, in no DSL's terms (``kernelgate.dsl.ptx_facts.ptx_facts`` reads the PTX part);
+    - ``hints: dict[str, str]``: the fix for each finding code in this DSL's terms.
+
+    Without ``facts`` a kernel is judged on what its ``KernelArtifact`` states (grid, threads,
+    shared memory, spills); a code with no entry in ``hints`` gets a generic text."""
 
     name: str
     """Short name used in ``Candidate.dsl`` and on verdicts (``triton``)."""
