@@ -332,7 +332,7 @@ def _is_shape_literal(node: ast.AST) -> bool:
 
 PARSE_LOCK = threading.Lock()
 """Held while the gate parses a candidate. CPython 3.11's parser is not safe in several threads at
-once: screen_many's lanes once got ``SystemError: AST constructor recursion depth mismatch``."""
+once (concurrent parses can raise ``SystemError: AST constructor recursion depth mismatch``)."""
 
 
 def scan(source: str) -> list[Hit]:

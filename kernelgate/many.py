@@ -9,12 +9,11 @@ default a lane screens one candidate at a time, with a spare worker started ahea
 ``concurrency`` above 1 (``default_concurrency`` suggests half the CPU cores per GPU, at most 8)
 its workers start, compile, check numerics and build artifacts side by side, and each candidate
 is timed alone: ``kernelgate.turns`` gives the timing an exclusive turn on the lane, during which
-no numerics run and every other worker is stopped (``TurnPool``). That is opt-in. A lane of 8
-once timed short Triton kernels 35-45 microseconds slower than one at a time (H200, 2026-12-03):
-their host launch work outlasted the L2 flush, which the timing's launch window now covers; since
-then a lane of 8 gave the study's 34 verdicts and a lane of 12 the throughput runs' LRE within 3%
-(``docs/study.md``, ``benchmarks/results/throughput_h200.json``). Every worker
-serves exactly one candidate. Without a GPU nothing is timed, so several one-at-a-time lanes
+no numerics run and every other worker is stopped (``TurnPool``). That is opt-in. A short
+kernel's host launch work, slowed by the lane's other workers, can outlast the L2 flush before its
+start event; the timing's launch window (``ScreenOptions.timing_launch_window_ms``) keeps it out
+of the measured time, and with it a lane of 12 kept every kernel's LRE within 3% over three runs
+(``benchmarks/results/throughput_h200.json``). Every worker serves exactly one candidate. Without a GPU nothing is timed, so several one-at-a-time lanes
 share the CPU.
 
 Nothing is lost or duplicated: each index comes back exactly once. A candidate that kills its

@@ -276,8 +276,8 @@ class TimeStats(Model):
     """Host wall-clock per call, from the start event to a device-wide sync: catches work on streams
     the events miss."""
     host_median_ms: float | None = None
-    """Host time to enqueue one call (the wrapper's Python and launches), median; None in reports
-    made before this was recorded."""
+    """Host time to enqueue one call (the wrapper's Python and launches), median; None in a report
+    that does not record it."""
     host_late_reps: int | None = Field(default=None, ge=0)
     """Repetitions in which the host was still enqueueing the call when the GPU reached the start
     event, so the event time includes host work (``TimingReport.launch_window_ms`` was too short
@@ -307,7 +307,7 @@ class TimingReport(Model):
     stopped: Literal["converged", "max_reps", "max_seconds"] | None = None
     """Why the interleaved loop ended: ``converged`` (adaptive timing: both medians known to the
     asked precision, ``kernelgate.timing.enough_samples``), ``max_reps`` (the cap on repetitions) or
-    ``max_seconds`` (the time budget). None in reports made before this was recorded. The
+    ``max_seconds`` (the time budget). None in a report that does not record it. The
     repetitions taken are ``TimeStats.reps``."""
     wall_resolution_ms: float | None = None
     """The spread of the harness's own round trip (calibration, before the candidate was loaded):
