@@ -33,6 +33,12 @@ KernelBench's own ``eval_kernel_against_ref`` on the same candidate, run from th
 subprocess per candidate with a timeout, with the settings of its ``scripts/eval_from_generations.py``
 (5 correctness trials, 100 perf trials, ``cuda_event`` timing, fp32; backend ``triton``).
 A gate fault on one problem is recorded with its text and the loop goes on.
+
+CPU check of everything but the gate's measurements (the test suite runs it on three copied
+problems): ``--fake-gate`` screens with ``kernelgate.testing.FakeRunner`` (no worker, no GPU;
+every candidate a ``library_op_used`` reject), ``--fake-fault KEY`` makes
+the worker fault on those problems, ``--fake-gate broken`` gives a lane that cannot start, and
+``--keep-candidates DIR`` keeps the generated candidates.
 """
 
 from __future__ import annotations
@@ -544,6 +550,17 @@ def screen_gate(todo: list[Entry], generated: dict[str, Generated], record: dict
     return done
 
 
+def fake_lane(mode: str, fault_names: Iterable[str]):
+    """``--fake-gate``: a ``screen_many`` lane that runs nothing (``kernelgate.testing.FakeRunner``). Every
+    candidate is a ``library_op_used`` reject; the candidates named in ``fault_names`` get a worker
+    fault; ``broken``: it cannot start."""
+    from kernelgate.models import Reason
+    from kernelgate.testing import FakeRunner, fake_measurement
+
+    return FakeRunner(fake_measurement(None, failure=Reason.library_op_used), fault_for=fault_names,
+                      start_error=RuntimeError("lane cannot start") if mode == "broken" else None)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kernelbench", required=True, help="a KernelBench checkout (or an export of it)")
@@ -562,6 +579,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernelbench-eval", action="store_true", help="also run KernelBench's eval_kernel_against_ref")
     parser.add_argument("--kb-timeout-s", type=float, default=60.0)
     parser.add_argument("--kb-limit", type=int, help="at most this many KernelBench evals in this call")
+    parser.add_argument("--fake-gate", nargs="?", const="reject", choices=("reject", "broken"),
+                        help="CPU check: screen with kernelgate.testing.FakeRunner, no worker (see the docstring)")
+    parser.add_argument("--fake-fault", nargs="+", default=[], metavar="KEY",
+                        help="with --fake-gate: the worker faults on these problems (keys, 1/40)")
+    parser.add_argument("--keep-candidates", type=Path, help="write the generated candidates here and keep them")
     parser.add_argument("--kb-child", action="store_true", help=argparse.SUPPRESS)
     for hidden in ("--kb-reference", "--kb-candidate", "--kb-result", "--kb-settings"):
         parser.add_argument(hidden, help=argparse.SUPPRESS)
@@ -585,7 +607,9 @@ def main(argv: list[str] | None = None) -> int:
                              "commit": commit_file.read_text().strip() if commit_file.is_file() else None,
                              "eval_settings": KB_EVAL_SETTINGS}
     entries = discover(kernelbench, args.levels, args.only)
-    folder = Path(tempfile.mkdtemp(prefix="kernelbench_all_"))
+    if args.keep_candidates:
+        args.keep_candidates.mkdir(parents=True, exist_ok=True)
+    folder = args.keep_candidates or Path(tempfile.mkdtemp(prefix="kernelbench_all_"))
     generated = {e.key: generate(e, folder) for e in entries}
     gate_todo, kb_todo = plan(entries, record, kb_eval=args.kernelbench_eval, retry_errors=args.retry_errors,
                               limit=args.limit, shas={k: g.sha256 for k, g in generated.items()})
@@ -615,8 +639,13 @@ def main(argv: list[str] | None = None) -> int:
         write_record(record, out)
 
         t_gate = time.monotonic()
+        screen_kwargs = None
+        if args.fake_gate:
+            faulty = [f"kb_level{e.level}_{e.path.stem}" for e in entries if e.key in args.fake_fault]
+            screen_kwargs = {"lanes": [fake_lane(args.fake_gate, faulty)]}
         screened = screen_gate(gate_todo, generated, record, out, options=options, concurrency=concurrency,
-                               deadline=gate_deadline, run_index=run_index) if gate_todo else []
+                               deadline=gate_deadline, run_index=run_index,
+                               screen_kwargs=screen_kwargs) if gate_todo else []
         header["gate_wall_seconds"] = round(time.monotonic() - t_gate, 2)
         header["gate_screened"] = len(screened)
 
@@ -652,7 +681,8 @@ def main(argv: list[str] | None = None) -> int:
         header["wall_seconds"] = round(time.monotonic() - began, 2)
         write_record(record, out)
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        if not args.keep_candidates:
+            shutil.rmtree(folder, ignore_errors=True)
     print(json.dumps({k: record["summary"][k] for k in ("screened", "by_status", "by_reason", "gate_errors",
                                                          "out_of_memory", "kernelbench_eval")}))
     return 0

@@ -3,6 +3,8 @@
     python benchmarks/study.py --out benchmarks/results/study_h200.json --table docs/study_table.md \\
         --plot docs/study_roofline.png
     python benchmarks/study.py --only triton_gelu --out /tmp/study.json       # some cases; CPU: untimed
+    python benchmarks/study.py --rows benchmarks/results/study_h200.json --policy '{"u_min": 0.2}' --out /tmp/re.json
+    python benchmarks/study.py --list-corpus                                   # the corpus as JSON
 
 The corpus (``CORPUS``): for each op, in Triton and in TileLang, an idiomatic-but-slow kernel and
 an optimized one, over five categories (normalization, reduction and softmax, GEMM, convolution,
@@ -21,11 +23,16 @@ the ``judge`` half; the JSON holds both scores and the default policy's.
 
 Outputs: the JSON (every verdict, the truth, the agreement, the fit), a markdown table, and a
 roofline plot (achieved TFLOP/s against arithmetic intensity, candidates and library).
+
+``--rows JSON`` screens nothing: it takes the rows of an earlier record (its ``cases``, or a list of
+rows) and derives the truth, the agreement, the fit, the table and the plot again from those
+measurements (on any machine); ``--policy`` adds the agreement under other thresholds.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import statistics
@@ -129,13 +136,24 @@ CORPUS: list[StudyCase] = [
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True, type=Path, help="the results JSON")
+    parser.add_argument("--out", type=Path, help="the results JSON (required)")
     parser.add_argument("--table", type=Path, help="also write the markdown table here")
     parser.add_argument("--plot", type=Path, help="also draw the roofline plot here (PNG)")
     parser.add_argument("--only", nargs="+", metavar="WORD", help="cases whose name contains one of these words")
+    parser.add_argument("--rows", type=Path, help="screen nothing: decide again from an earlier record's rows")
+    parser.add_argument("--policy", type=json.loads, default=None, metavar="JSON",
+                        help='with --rows: also the agreement under these Policy fields, e.g. \'{"u_min": 0.2}\'')
+    parser.add_argument("--list-corpus", action="store_true", help="print the corpus as JSON and stop")
     parser.add_argument("--concurrency", type=int, default=None,
                         help="candidates in flight per GPU (default 1: timings as quiet as they get)")
     args = parser.parse_args(argv)
+    if args.list_corpus:
+        print(json.dumps([dataclasses.asdict(c) for c in CORPUS], indent=1))
+        return 0
+    if args.out is None:
+        parser.error("--out is required")
+    if args.rows:
+        return _from_rows(args, argv)
 
     gpu = detect() is not None
     cases = [c for c in CORPUS if not args.only or any(w in c.name for w in args.only)]
@@ -166,6 +184,29 @@ def main(argv: list[str] | None = None) -> int:
     if gpu:
         print(json.dumps({"default": record["agreement_default_policy"]["summary"],
                           "fit": {k: v for k, v in record["fit"].items() if k != "grid"}}, indent=2))
+    return 0
+
+
+def _from_rows(args: argparse.Namespace, argv: list[str] | None) -> int:
+    """``--rows``: the truth, agreement and fit again from recorded measurements; nothing is screened."""
+    data = json.loads(args.rows.read_text())
+    rows = data["cases"] if isinstance(data, dict) else data
+    truth(rows)
+    record = {**run_header("python benchmarks/study.py", argv), "rows_from": str(args.rows),
+              "definitions": {"library_faster": LIBRARY_FASTER, "variant_faster": VARIANT_FASTER}, "cases": rows,
+              "agreement_default_policy": agreement(rows, DEFAULT_POLICY), "fit": fit(rows)}
+    if args.policy is not None:
+        policy = DEFAULT_POLICY.model_copy(update=args.policy)
+        record["policy"] = policy.model_dump(mode="json")
+        record["agreement_policy"] = agreement(rows, policy)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(record, indent=2, allow_nan=False) + "\n")
+    table = markdown_table(rows)
+    print(table)
+    if args.table:
+        args.table.write_text(table + "\n")
+    if args.plot:
+        plot(rows, args.plot)
     return 0
 
 

@@ -20,7 +20,7 @@ from kernelgate.adapters.openai_compat import extract_code
 from kernelgate.cli import EXIT_CODES, main
 from kernelgate.dsl import detect_dsl
 from kernelgate.models import Failure, Measurement
-from kernelgate.worker import WorkerResult
+from kernelgate.testing import FakeRunner
 from tests.conftest import FIXTURES
 
 PROBLEM = Problem.op("rowsum", rows=8, cols=128)
@@ -28,17 +28,9 @@ SEEDS = [p.read_text() for p in sorted(FIXTURES.glob("*.py")) + sorted((FIXTURES
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
-class _RecordingRunner:
-    """Stands in for the worker pool: records the job, answers with a canned crash."""
-
-    def __init__(self) -> None:
-        self.jobs = []
-
-    def run(self, job):
-        self.jobs.append(job)
-        return WorkerResult(measurement=Measurement(failure=Failure(reason=Reason.crash, stage="load",
-                                                                    message="canned: the fuzz runner")),
-                            exit="canned", log_tail="", seconds={})
+def _recording_runner() -> FakeRunner:
+    """Stands in for the worker pool: records the job, answers with a scripted crash."""
+    return FakeRunner(Measurement(failure=Failure(reason=Reason.crash, stage="load", message="fake: the fuzz runner")))
 
 
 @st.composite
@@ -66,7 +58,7 @@ SOURCES = st.one_of(st.text(max_size=400), mutated_sources(),
 @FUZZ
 @given(source=SOURCES)
 def test_screen_answers_every_source_with_a_verdict(source):
-    runner = _RecordingRunner()
+    runner = _recording_runner()
     verdict = screen(Candidate(source=source, entry="kernel"), PROBLEM, runner=runner)
     assert verdict.status in set(Status)
     assert verdict.model_dump_json()  # always serializable

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 
 from kernelgate import Candidate, Problem, Reason, Status
-from kernelgate.errors import WorkerError
 from kernelgate.many import ScreenResult, screen_many, summarize
+from kernelgate.testing import FakeRunner, fake_measurement
 from tests import canned
 from tests.conftest import fixture_source
 
@@ -47,28 +47,10 @@ def test_two_device_lanes_with_real_workers():
     assert summary["by_lane"].keys() == {"cuda:0", "cuda:1"} and summary["retried"] == 0
 
 
-class _FakeLane:
-    """A lane with canned measurements; ``faults`` WorkerErrors come first; ``measure(job)`` picks one."""
-
-    def __init__(self, name: str, faults: int = 0, measure=None) -> None:
-        self.name, self.faults, self.jobs = name, faults, []
-        self.started = self.closed = False
-        self.measure = measure or (lambda job: canned.measurement(canned.scaled(1.0)))
-        self._lock = threading.Lock()
-
-    def start(self) -> None:
-        self.started = True
-
-    def run(self, job):
-        with self._lock:
-            self.jobs.append(job.candidate.name)
-            if self.faults:
-                self.faults -= 1
-                raise WorkerError("worker failed to start: canned")
-        return canned.CannedRunner(self.measure(job)).run(job)
-
-    def close(self) -> None:
-        self.closed = True
+def _lane(name: str, faults: int = 0, measure=None) -> FakeRunner:
+    """A lane with scripted measurements (timed at the library's speed unless ``measure(job)`` says);
+    its first ``faults`` runs raise ``WorkerError``."""
+    return FakeRunner(measure or fake_measurement(canned.scaled(1.0)), seconds={"job": 0.5}, faults=faults, name=name)
 
 
 def _candidates(n: int) -> list[Candidate]:
@@ -76,7 +58,7 @@ def _candidates(n: int) -> list[Candidate]:
 
 
 def test_streams_every_candidate_once_over_lanes():
-    lanes = [_FakeLane("a"), _FakeLane("b"), _FakeLane("c")]
+    lanes = [_lane("a"), _lane("b"), _lane("c")]
     problem = Problem.op("layernorm", rows=canned.ROWS, cols=canned.COLS)
     results = list(screen_many(_candidates(20), problem, lanes=lanes))
     assert sorted(r.index for r in results) == list(range(20))
@@ -88,20 +70,20 @@ def test_streams_every_candidate_once_over_lanes():
 
 def test_a_worker_fault_is_retried_once_then_reported():
     problem = Problem.op("layernorm", rows=canned.ROWS, cols=canned.COLS)
-    (once,) = screen_many(_candidates(1), problem, lanes=[_FakeLane("a", faults=1)])
+    (once,) = screen_many(_candidates(1), problem, lanes=[_lane("a", faults=1)])
     assert once.verdict is not None and once.attempts == 2 and once.error is None
-    (twice,) = screen_many(_candidates(1), problem, lanes=[_FakeLane("a", faults=2)])
+    (twice,) = screen_many(_candidates(1), problem, lanes=[_lane("a", faults=2)])
     assert twice.verdict is None and twice.attempts == 2 and "worker fault, twice" in twice.error
 
 
 def test_a_missing_problem_is_an_error_not_a_lost_candidate():
-    results = list(screen_many(_candidates(2), None, lanes=[_FakeLane("a")]))
+    results = list(screen_many(_candidates(2), None, lanes=[_lane("a")]))
     assert sorted(r.index for r in results) == [0, 1]
     assert all(r.verdict is None and "no problem" in r.error for r in results)
 
 
 def test_no_candidates_starts_nothing():
-    lane = _FakeLane("a")
+    lane = _lane("a")
     assert list(screen_many([], PROBLEM, lanes=[lane])) == [] and not lane.started
 
 
@@ -134,7 +116,7 @@ def test_plugin_registry_loads_once_under_threads(monkeypatch):
 def _staged(job):
     """c<i>: a reject (numerics) for every third, else accepted; load takes 0.1*i s, numerics 2 s."""
     i = int(job.candidate.name[1:])
-    m = canned.measurement(canned.scaled(1.0), failure=Reason.numerics_mismatch if i % 3 == 0 else None)
+    m = fake_measurement(canned.scaled(1.0), failure=Reason.numerics_mismatch if i % 3 == 0 else None)
     m.stage_seconds = {"load": 0.1 * i, "numerics": 2.0, "compile": 0.5, "artifacts": 0.25}
     if i % 3:
         m.stage_seconds["timing"] = 1.5
@@ -143,7 +125,7 @@ def _staged(job):
 
 def test_results_carry_stage_seconds_and_summarize_counts_them():
     problem = Problem.op("layernorm", rows=canned.ROWS, cols=canned.COLS)
-    lanes = [_FakeLane("a", measure=_staged), _FakeLane("b", faults=2, measure=_staged)]
+    lanes = [_lane("a", measure=_staged), _lane("b", faults=2, measure=_staged)]
     results = list(screen_many(_candidates(9), problem, lanes=lanes))
     assert sorted(r.index for r in results) == list(range(9))
     for r in results:

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from kernelgate.models import Reason, Status
 from kernelgate.rank import STATUS_ORDER, best, rank, rank_key
-from tests.canned import measurement, verdict, scaled
+from kernelgate.testing import FakeRunner, fake_measurement
+from tests.canned import verdict, scaled
 
 
 def _untimed(name):
-    m = measurement(None)
+    m = fake_measurement(None)
     m.timing = None
     from kernelgate.gate import screen
     from kernelgate.models import Candidate, Problem
-    from tests.canned import SOURCE, CannedRunner
+    from tests.canned import SOURCE
 
     return screen(Candidate(source=SOURCE.format(tag=name), entry="layernorm", name=name),
-                  Problem.op("layernorm", rows=4096, cols=4096), runner=CannedRunner(m))
+                  Problem.op("layernorm", rows=4096, cols=4096), runner=FakeRunner(m))
 
 
 def test_status_order_then_lre():

@@ -13,7 +13,8 @@ import pytest
 from kernelgate.models import Reason
 from kernelgate.report import NOTHING_TIMED, write_report
 from kernelgate.store import VerdictLog
-from tests.canned import CannedRunner, SOURCE, measurement, scaled, verdict
+from kernelgate.testing import FakeRunner, fake_measurement
+from tests.canned import SOURCE, scaled, verdict
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -22,10 +23,10 @@ def _untimed(name):
     from kernelgate.gate import screen
     from kernelgate.models import Candidate, Problem
 
-    m = measurement(None)
+    m = fake_measurement(None)
     m.environment.device = None
     return screen(Candidate(source=SOURCE.format(tag=name), entry="layernorm", name=name),
-                  Problem.op("layernorm", rows=4096, cols=4096), runner=CannedRunner(m))
+                  Problem.op("layernorm", rows=4096, cols=4096), runner=FakeRunner(m))
 
 
 @pytest.fixture

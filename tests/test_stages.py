@@ -55,12 +55,17 @@ def test_a_kernelbench_model_gets_its_tuple_init_arguments_and_the_reference_sta
 
     from kernelgate import Candidate, Status, screen
 
-    sys.path.insert(0, str(FIXTURES.parent.parent / "benchmarks"))
-    from kernelbench_all import wrapper_source
+    import subprocess
 
     path = FIXTURES / "kernelbench_all" / "KernelBench" / "level2" / "1_Conv2D_ReLU_BiasAdd.py"
+    root = FIXTURES.parent.parent
+    kept = tmp_path / "candidates"
+    subprocess.run([sys.executable, str(root / "benchmarks" / "kernelbench_all.py"), "--kernelbench",  # its wrapper
+                    str(FIXTURES / "kernelbench_all"), "--only", "2/1", "--fake-gate", "--keep-candidates", str(kept),
+                    "--out", str(tmp_path / "out.json")], check=True, capture_output=True, timeout=300, cwd=root)
+    wrapper = (kept / "level2_1_Conv2D_ReLU_BiasAdd_candidate.py").read_text()
     spec = Problem.file(str(path), shape={"batch_size": 2, "in_channels": 3, "height": 8, "width": 8})
-    verdict = screen(Candidate(source=wrapper_source(path.read_text()), name="conv_wrapper"), spec)
+    verdict = screen(Candidate(source=wrapper, name="conv_wrapper"), spec)
     assert verdict.numerics is not None and verdict.numerics.state_copied is True
     assert verdict.status is Status.reject and verdict.reason is Reason.library_op_used, verdict.summary
 

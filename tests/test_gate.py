@@ -1,4 +1,4 @@
-"""Tests for kernelgate.gate.screen's assembly of a verdict, with a fake runner (no worker process)."""
+"""kernelgate.gate: screen's assembly of a verdict, with kernelgate.testing.FakeRunner (no worker process)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ from kernelgate.models import (
     TrialResult,
 )
 from kernelgate.policy import Policy
-from kernelgate.worker import Job, ScreenOptions, WorkerResult
+from kernelgate.testing import FakeRunner
+from kernelgate.worker import ScreenOptions
 
 H200 = SPEC_TABLE["H200-SXM-141GB"]
 
@@ -49,25 +50,6 @@ ROWS = COLS = 4096
 FLOPS = 5.0 * ROWS * COLS
 BYTES = (2.0 * ROWS * COLS + 2.0 * COLS) * 4
 FLOOR_MS = BYTES / (H200.bw_gbs * 1e9) * 1e3  # memory-bound on the H200 datasheet row, ~0.02797 ms
-
-
-class FakeRunner:
-    """Returns a canned measurement and remembers the jobs it was given."""
-
-    def __init__(self, measurement: Measurement, seconds: dict[str, float] | None = None) -> None:
-        self.measurement = measurement
-        self.seconds = seconds if seconds is not None else {"worker_wait": 0.01, "job": 0.5}
-        self.jobs: list[Job] = []
-
-    def run(self, job: Job) -> WorkerResult:
-        self.jobs.append(job)
-        return WorkerResult(measurement=self.measurement.model_copy(deep=True), exit="ok", log_tail="",
-                            seconds=self.seconds)
-
-
-class ExplodingRunner:
-    def run(self, job: Job) -> WorkerResult:  # pragma: no cover - must not be reached
-        raise AssertionError("the runner must not be called")
 
 
 def _problem() -> Problem:
@@ -180,7 +162,7 @@ def test_problem_taken_from_candidate():
 
 def test_no_problem_at_all_is_a_value_error():
     with pytest.raises(ValueError, match="needs a problem"):
-        screen(_candidate(), runner=ExplodingRunner())
+        screen(_candidate(), runner=FakeRunner(unreachable=True))
 
 
 # --- timed measurement -----------------------------------------------------------------------
@@ -324,7 +306,7 @@ def test_untimed_with_repairable_finding_is_repair():
 
 
 def test_unparsable_source_is_syntax_error_without_runner():
-    v = screen(_candidate("def forward(x:\n    return x\n"), _problem(), runner=ExplodingRunner())
+    v = screen(_candidate("def forward(x:\n    return x\n"), _problem(), runner=FakeRunner(unreachable=True))
     assert v.status is Status.reject
     assert v.reason is Reason.syntax_error
     assert v.failure.stage == "load"
@@ -334,13 +316,13 @@ def test_unparsable_source_is_syntax_error_without_runner():
 
 
 def test_nul_byte_source_is_syntax_error_without_runner():
-    v = screen(_candidate("x = 1\0\n"), _problem(), runner=ExplodingRunner())
+    v = screen(_candidate("x = 1\0\n"), _problem(), runner=FakeRunner(unreachable=True))
     assert v.status is Status.reject and v.reason is Reason.syntax_error
 
 
 def test_source_without_dsl_is_no_kernel_launched_without_runner():
     src = "import torch\n\ndef layernorm(x, w, b):\n    return torch.nn.functional.layer_norm(x, x.shape[-1:], w, b)\n"
-    v = screen(_candidate(src), _problem(), runner=ExplodingRunner())
+    v = screen(_candidate(src), _problem(), runner=FakeRunner(unreachable=True))
     assert v.status is Status.reject
     assert v.reason is Reason.no_kernel_launched
     assert "triton" in v.failure.message
@@ -350,7 +332,7 @@ def test_source_without_dsl_is_no_kernel_launched_without_runner():
 
 def test_triton_mentioned_only_in_a_comment_is_not_a_dsl_import():
     src = "# uses triton later\nimport torch\n"
-    v = screen(_candidate(src), _problem(), runner=ExplodingRunner())
+    v = screen(_candidate(src), _problem(), runner=FakeRunner(unreachable=True))
     assert v.reason is Reason.no_kernel_launched
 
 
@@ -358,7 +340,7 @@ def test_unknown_dsl_is_a_plugin_error():
     from kernelgate.errors import PluginError
 
     with pytest.raises(PluginError):
-        screen(_candidate(dsl="no-such-dsl"), _problem(), runner=ExplodingRunner())
+        screen(_candidate(dsl="no-such-dsl"), _problem(), runner=FakeRunner(unreachable=True))
 
 
 def test_retime_threshold_follows_the_policy():
