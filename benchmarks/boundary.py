@@ -57,9 +57,9 @@ def main(argv: list[str] | None = None) -> int:
             row.update(event_median_ms=c.median_ms, judge_wall_median_ms=c.wall_median_ms,
                        overhead_ms=t.launch_overhead_ms,
                        unexplained_ms=c.wall_median_ms - t.launch_overhead_ms - c.median_ms,
-                       library_median_ms=t.library.median_ms, library_alone_ms=t.library_alone_median_ms,
+                       library_median_ms=t.library.median_ms, library_alone_ms=getattr(t, "library_alone_median_ms", None),
                        runner_median_ms=getattr(t, "runner_median_ms", None),
-                       window_ms=t.launch_window_ms, reps=c.reps,
+                       window_ms=getattr(t, "launch_window_ms", None), reps=c.reps,
                        resolution_ms=getattr(t, "wall_resolution_ms", None),
                        candidate_cpu_ms=getattr(t, "candidate_cpu_ms", None))
         if getattr(verdict, "memory", None) is not None:

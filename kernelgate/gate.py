@@ -143,7 +143,7 @@ def _verdict(candidate: Candidate, problem: Problem, dsl: str | None, m: Measure
         findings=findings, numerics=m.numerics, failure=m.failure,
         kernels=[k.model_copy(update={"asm": {}}) for k in m.kernels],  # IR text stays out of verdict logs
         timing=m.timing, ncu=counters,
-        cost=m.cost, environment=m.environment, notes=m.notes, seconds=seconds, kernelgate_version=__version__)
+        cost=m.cost, memory=m.memory, environment=m.environment, notes=m.notes, seconds=seconds, kernelgate_version=__version__)
 
 
 def _dram_traffic(counters: NcuReport, metrics: Metrics) -> Finding:

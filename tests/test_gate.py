@@ -358,3 +358,14 @@ def test_a_dsl_source_that_does_not_parse_costs_no_worker():
     v = screen(Candidate(source=TRITON_SOURCE + "\ndef broken(:\n"), Problem.op("layernorm"), runner=runner)
     assert v.status is Status.reject and v.reason is Reason.syntax_error and v.dsl == "triton"
     assert runner.jobs == []
+
+
+def test_the_verdict_carries_the_screens_memory_report():
+    from kernelgate.models import MemoryReport
+
+    memory = MemoryReport(footprint_bytes=64 << 20, judge_peak_bytes=150 << 20, candidate_peak_bytes=80 << 20,
+                          judge_peak_by_phase={"numerics": 150 << 20})
+    m = Measurement(numerics=_numerics(passed=True), environment=_environment(), timing=_timing(FAST, LIBRARY),
+                    cost=_cost(), memory=memory)
+    v = screen(_candidate(), _problem(), runner=FakeRunner(m))
+    assert v.memory == memory

@@ -73,9 +73,10 @@ before any candidate code ran there, so a candidate can inflate neither."""
 INTERFERENCE_RATIO = 1.15
 """The library timed beside the candidate may be this much slower than alone, plus ``INTERFERENCE_FLOOR_MS``."""
 INTERFERENCE_FLOOR_MS = 0.02
-HOST_CPU_FLOOR_MS = 2.0
+HOST_CPU_FLOOR_MS = 5.0
 """A timed call may use this much CPU in the candidate's process group beyond the harness's own
-(launching kernels and a wrapper's Python take well under a millisecond)..."""
+(honest examples used 0.3 to 3.0 ms on the H200: launches, a wrapper's Python, the recorder;
+``benchmarks/results/boundary_h200.json``, ``candidate_cpu_ms``)..."""
 HOST_CPU_LIBRARY_MULTIPLE = 1.0
 """...or this many times the library's time per call, whichever is larger; more is ``host_work``:
 the computation ran on the host. The candidate's process syncs by sleeping (blocking sync), so its
