@@ -37,7 +37,7 @@ __all__ = [
     "BUILTIN_PLUGINS",
 ]
 
-BUILTIN_PLUGINS = ("kernelgate.dsl.tilelang:PLUGIN", "kernelgate.dsl.cuda:PLUGIN", "kernelgate.dsl.triton:PLUGIN")
+BUILTIN_PLUGINS = ("kernelgate.dsl.tilelang:PLUGIN", "kernelgate.dsl.cuda:PLUGIN", "kernelgate.dsl.helion:PLUGIN", "kernelgate.dsl.triton:PLUGIN")
 """Built-in plug-ins as ``module:attribute``, in detection order: a TileLang or CUDA candidate may
 also import triton (for ``triton.cdiv``), a Triton candidate rarely imports the others."""
 
