@@ -100,3 +100,32 @@ def test_group_cpu_seconds_counts_threads_and_reaped_children_of_the_group():
         proc.kill()
         proc.wait()
     assert group_cpu_seconds(proc.pid) == 0.0  # a group with no process left counts nothing
+
+
+def _mapped(pid: int, path: str) -> bool:
+    with open(f"/proc/{pid}/maps") as maps:
+        return path in maps.read()
+
+
+def test_a_released_shared_tensor_is_unmapped_by_the_candidate_and_unlinked_by_the_judge(process, tmp_path):
+    """The memory budget's mechanism: a request's ``release`` names tensors the candidate's process
+    drops; the judge then forgets them (on the CPU their /dev/shm file goes)."""
+    import torch
+
+    from kernelgate.worker.protocol import SharedSpace, ref_key
+
+    (tmp_path / "shared").mkdir()
+    space = SharedSpace(torch.device("cpu"), tmp_path / "shared")
+    given = space.copy_of(torch.randn(256, 1024))
+    slot = space.empty((256, 1024), torch.float32)
+    refs = [space.ref(t).model_dump(mode="json") for t in (given, slot)]
+    reply = process.ask({"type": "calibrate", "inputs": [{"ref": refs[0]}], "out": refs[1], "record": False,
+                         "poison": False, "guard": False}, deadline_s=60)
+    assert reply.error is None and reply.copied
+    path = given._kernelgate_path
+    assert _mapped(process.pid, path)  # opened, and kept open for the next call
+    process.ask({"type": "ping", "release": [ref_key(refs[0])]}, deadline_s=30)
+    assert not _mapped(process.pid, path)
+    space.forget(given)
+    assert not os.path.exists(path)
+    assert _mapped(process.pid, slot._kernelgate_path)  # what was not released stays

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -128,3 +130,27 @@ def test_reading_input_sized_device_data_to_the_host_is_host_work():
     assert caught.value.failure.reason is Reason.host_work
     screen.cuda = False  # without a GPU every tensor is on the host: nothing to tell
     screen._host_reads(CallReply(type="call", to_host=[("cpu", 4096)]), "forward", "numerics")
+
+
+def test_released_tensors_ride_on_the_next_request_and_are_forgotten_after_its_reply(tmp_path):
+    from types import SimpleNamespace
+
+    from kernelgate.worker.protocol import SharedSpace, ref_key
+    from kernelgate.worker.stages import Remote
+
+    (tmp_path / "s").mkdir()
+    space = SharedSpace(torch.device("cpu"), tmp_path / "s")
+    asked: list[dict] = []
+    link = SimpleNamespace(ask=lambda request, **_: asked.append(request) or CallReply(type="call"))
+    screen = SimpleNamespace(space=space, link=link, cuda=False, opts=SimpleNamespace(load_timeout_s=10))
+    remote = Remote(screen)
+    a, b = space.copy_of(torch.ones(4)), space.copy_of(torch.zeros(4))
+    ref_a = remote.arg(a)["ref"]
+    remote.arg(b)
+    remote.release([a, torch.ones(2)])  # a tensor never shared is ignored
+    assert os.path.exists(a._kernelgate_path)  # not before the candidate's process has let go
+    remote.ask({"type": "ping"}, "probes", deadline_s=5)
+    assert asked[-1]["release"] == [ref_key(ref_a)]
+    assert not os.path.exists(a._kernelgate_path) and os.path.exists(b._kernelgate_path)
+    remote.ask({"type": "ping"}, "probes", deadline_s=5)
+    assert "release" not in asked[-1]  # said once

@@ -230,7 +230,7 @@ class Runner:
                 with torch.no_grad(), (poisoned_allocations() if req.get("poison", True) and not self.log.dry_run
                                        else _null()):
                     with recorder if recorder is not None else _null():
-                        out = self.fn(*inputs)
+                        out = (fn or self.fn)(*inputs)
                     _sync(torch)
         except CandidateFailure as failure:
             reply["error"] = {"reason": failure.reason, "message": failure.message}
@@ -388,8 +388,9 @@ def _compiled_names(log) -> set[str]:
 def open_ref_cached(runner: Runner, ref: dict):
     from kernelgate.worker.protocol import TensorRef, open_ref
 
-    key = ref.get("path") or ref.get("ipc") or json.dumps(ref, sort_keys=True)
-    key = f"{key}|{ref.get('dtype')}|{ref.get('shape')}|{ref.get('stride')}"
+    from kernelgate.worker.protocol import ref_key
+
+    key = ref_key(ref)
     if key not in runner.opened:
         runner.opened[key] = open_ref(TensorRef.model_validate(ref))
     return runner.opened[key]
@@ -502,6 +503,8 @@ def main() -> None:
         req = json.loads(line)
         if req.get("type") == "exit":
             break
+        for key in req.get("release") or ():  # the judge frees these next: drop the mappings
+            runner.opened.pop(key, None)
         try:
             reply = handlers[req["type"]](req)
         except Exception as exc:  # the runner's own fault, or the candidate's reaching it: say so, go on

@@ -22,6 +22,7 @@ checks is what is in that slot when it reads it, whatever the candidate's proces
 from __future__ import annotations
 
 import base64
+import json
 import os
 import pickle
 import tempfile
@@ -191,12 +192,33 @@ class SharedSpace:
         return TensorRef(kind="cpu", dtype=dtype, shape=list(tensor.shape), stride=list(tensor.stride()),
                          path=tensor._kernelgate_path, nbytes=tensor._kernelgate_nbytes)
 
+    def forget(self, tensor) -> None:
+        """Stop sharing ``tensor`` once the candidate's process has let go of it (``Remote.release``):
+        on a GPU its block returns to the pool when the last mapping goes (``torch.cuda.ipc_collect``),
+        on the CPU its file is unlinked (a mapping still open stays valid until it is closed)."""
+        if self.cuda:
+            self._keep = [t for t in self._keep if t is not tensor]
+            return
+        path = getattr(tensor, "_kernelgate_path", None)
+        if path:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
     def close(self) -> None:
         self._keep.clear()
         if not self.cuda:
             import shutil
 
             shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def ref_key(ref: dict) -> str:
+    """The name under which the candidate's process keeps a tensor it opened (``open_ref_cached``)
+    and lets it go again (a request's ``release``)."""
+    key = ref.get("path") or ref.get("ipc") or json.dumps(ref, sort_keys=True)
+    return f"{key}|{ref.get('dtype')}|{ref.get('shape')}|{ref.get('stride')}"
 
 
 def encode_value(value: Any) -> dict:

@@ -49,7 +49,7 @@ from kernelgate.numerics import changed_inputs, check_trial_output, same_values
 from kernelgate.problems import DISTRIBUTIONS, BuiltProblem, build_problem, randomize_state
 from kernelgate.timing import time_library_alone, time_split
 from kernelgate.worker.link import CandidateProcess, Unanswered
-from kernelgate.worker.protocol import CallReply, SharedSpace, encode_value
+from kernelgate.worker.protocol import CallReply, SharedSpace, encode_value, ref_key
 
 __all__ = ["evaluate", "CandidateFailure"]
 
@@ -151,6 +151,20 @@ class Screen:
 
     # --- bookkeeping ---------------------------------------------------------------------------
 
+    def _done_with(self, *tensors) -> None:
+        """A large problem's shared buffers go as soon as a stage is done with them (the memory budget);
+        a small problem's stay, so that every later call gets addresses no earlier one had. Returns
+        None, for ``x = self._done_with(x)``."""
+        if self.footprint > KEEP_ALIVE_BYTES:
+            self.remote.release(tensors)
+
+    def _free_cache(self) -> None:
+        """Hand the judge's freed GPU blocks back to the device, where the candidate's process can use
+        them (a large problem: the judge's caching allocator would otherwise keep them reserved)."""
+        if self.cuda:
+            torch.cuda.ipc_collect()
+            torch.cuda.empty_cache()
+
     def stage_done(self, name: str) -> None:
         now = time.perf_counter()
         self.m.stage_seconds[name] = round(now - self._clock, 4)
@@ -185,10 +199,12 @@ class Screen:
         except (RuntimeError, MemoryError) as exc:
             raise ProblemError(f"the problem's inputs could not be made: {type(exc).__name__}: {str(exc)[:300]}") from exc
 
-    def expected(self, inputs: list, problem: BuiltProblem | None = None) -> tuple[torch.Tensor, torch.Tensor, float]:
-        """The reference's output in the problem's dtype and in fp64, and the seconds its own call took."""
+    def expected(self, inputs: list, problem: BuiltProblem | None = None, *,
+                 fp64: bool = True) -> tuple[torch.Tensor, torch.Tensor | None, float]:
+        """The reference's output in the problem's dtype and in fp64 (None unless ``fp64``), and the
+        seconds its own call took."""
         problem = problem or self.problem
-        reference64 = problem.reference_fp64()
+        reference64 = problem.reference_fp64() if fp64 else None
         try:
             with torch.no_grad():
                 clones = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
@@ -198,6 +214,8 @@ class Screen:
                 _sync()
                 took = time.perf_counter() - began
                 del clones
+                if reference64 is None:
+                    return ref, None, took
                 ref64 = reference64(*[(x.double() if x.is_floating_point() else x.clone())
                                       if isinstance(x, torch.Tensor) else x for x in inputs])
         except (RuntimeError, ValueError, TypeError, IndexError) as exc:  # the problem's fault, not the gate's
@@ -253,8 +271,9 @@ class Screen:
         from kernelgate.timing import SPLIT_WINDOWS_MS, sleep_cycles_per_ms
 
         inputs = self.inputs("normal")
-        like, _, _ = self.expected(inputs)  # a reference that fails is the problem's fault, said here
+        like, _, _ = self.expected(inputs, fp64=False)  # a reference that fails is the problem's fault, said here
         given, slot = self.shared(inputs), self.remote.slot(like)
+        del inputs
         cycles_per_ms = sleep_cycles_per_ms()
 
         def round_trip(window_ms: float) -> float:
@@ -276,6 +295,7 @@ class Screen:
         self.calibration_cpu_ms = (self.link.cpu_seconds() - cpu_before) * 1e3 / (CALIBRATION_CALLS * len(SPLIT_WINDOWS_MS))
         deviations.sort()
         self.resolution_ms = deviations[int(0.8 * (len(deviations) - 1))]  # 80th percentile of |t - median|
+        self.remote.release([*given, slot])
 
     # --- numerics --------------------------------------------------------------------------------
 
@@ -346,7 +366,12 @@ class Screen:
                 m.cost = problem.cost(inputs, ref)
             self.per_call = dict(reply.launches)
             result = self._judge_output(distribution, out, reply, inputs, given, ref, ref64)
-            if not (torch.isfinite(ref) & torch.isfinite(ref64)).any():
+            finite = bool((torch.isfinite(ref) & torch.isfinite(ref64)).any())
+            if self.footprint > KEEP_ALIVE_BYTES:  # within the budget: this trial's buffers go before the next
+                self.remote.release([*given, out])
+                del inputs, given, out, ref, ref64
+                self._free_cache()
+            if not finite:
                 m.notes.append(f"trial {distribution}: the reference is not finite on these inputs; trial skipped")
                 continue
             m.numerics.trials.append(result)
@@ -414,7 +439,7 @@ class Screen:
                                 f"{why}: {result.message}", "probes")
 
         first = self.inputs("normal")
-        like, _, _ = self.expected(first)
+        like, _, _ = self.expected(first, fp64=False)
         given = self.shared(first)
         out_a, reply_a = run(given, like, "the first probe call", 1)
         verify(out_a, reply_a, first, given, "probe", Reason.recheck_mismatch, "a call after the numerics trials is wrong")
@@ -427,6 +452,7 @@ class Screen:
         out_b, reply_b = run(given, like, "a call on the same input buffers refilled with new values", 2)
         verify(out_b, reply_b, first, given, "refill", Reason.output_caching,
                "same input addresses, new contents: the output matches the old contents or is stale")
+        out_b = self._done_with(out_b)
         moved = self.shared(first)
         out_c, reply_c = run(moved, like, "a call on identical values at new addresses", 3)
         verify(out_c, reply_c, first, moved, "moved", Reason.output_caching, "identical contents at new addresses")
@@ -435,16 +461,19 @@ class Screen:
             if ptr and now and ptr == now and math.prod(like.shape) > 0:
                 raise self.fail(Reason.output_caching, f"the third call returned the {label} call's output buffer "
                                 "while that output was still alive: a replayed result", "probes")
+        given = self._done_with(*given)
         again = remote.recopy(1, like, "when the first output was read again")
         if not same_values(again, out_a):
             raise self.fail(Reason.output_caching, "the first call's output changed when the candidate was called "
                             "again: it returns a buffer it reuses", "probes")
+        again = out_a = self._done_with(again, out_a)
         time.sleep(self.opts.settle_delay_s)
         later = remote.recopy(3, like, "after a delay")
         if not same_values(later, out_c):
             raise self.fail(Reason.background_work, f"the output changed {self.opts.settle_delay_s:g} s after the "
                             "call returned: work continued in the background", "probes")
         if self.cuda:
+            self._done_with(later, out_c, *moved)
             return
         sets = [self.inputs(name) for name in ("normal", "uniform01", "normal_offset")]
         shared_sets = [self.shared(s) for s in sets]
@@ -506,12 +535,14 @@ class Screen:
         result = self._judge_output("other shape", out, reply, inputs, given, ref, ref64)
         if not result.passed:
             raise self.fail(Reason.shape_specialized, f"at the shape {label}: {result.message}", "probes")
+        self._done_with(out, *given)
         self.m.notes.append(f"also correct at the shape {label}")
 
     def _library_share(self) -> None:
         """The profiler's view of one call: most device time in kernels that are not the candidate's."""
-        _, reply = self.remote.call(self.shared(self.inputs("normal")), None, "probes", "the kernel profile",
-                                    profile=True, poison=False)
+        given = self.shared(self.inputs("normal"))
+        _, reply = self.remote.call(given, None, "probes", "the kernel profile", profile=True, poison=False)
+        given = self._done_with(*given)
         if reply.profile is None:
             return
         share, top = reply.profile
@@ -605,7 +636,7 @@ class Screen:
             count -= 1
         pristine = [self.inputs("normal") for _ in range(count)]
         self._sets = sets = [self.shared(p) for p in pristine]
-        like, _, _ = self.expected(pristine[0])
+        like, _, _ = self.expected(pristine[0], fp64=False)
         slots = [remote.slot(like) for _ in range(count)]  # one per set, refilled: one IPC handle each
         slack = 2.0 * (1.0 + self.ref_err)
         tol = problem.numerics_tolerance
@@ -686,6 +717,8 @@ class Remote:
         self.peak_bytes: int | None = None
         self.compile_seconds: dict[str, float] = {}
         self._refs: dict[int, tuple[torch.Tensor, dict]] = {}
+        self._release_keys: list[str] = []
+        self._released: list[torch.Tensor] = []
 
     def arg(self, x) -> dict:
         if isinstance(x, torch.Tensor):
@@ -695,12 +728,35 @@ class Remote:
             return {"ref": cached[1]}
         return encode_value(x)  # tuples stay tuples, dtypes stay dtypes
 
+    def release(self, tensors) -> None:
+        """Shared tensors the judge is done with: the next request tells the candidate's process to
+        let go of them, and once it has answered they are freed (the memory budget: a large
+        problem's trials, probes and calibration do not pile up)."""
+        for tensor in tensors:
+            if not isinstance(tensor, torch.Tensor):
+                continue
+            cached = self._refs.pop(id(tensor), None)
+            if cached is not None and cached[0] is tensor:
+                self._release_keys.append(ref_key(cached[1]))
+                self._released.append(tensor)
+
     def ask(self, request: dict, stage: str, *, deadline_s: float):
         screen = self.screen
+        released, self._released = self._released, []
+        if self._release_keys:
+            request = {**request, "release": self._release_keys}
+            self._release_keys = []
         try:
-            return screen.link.ask(request, deadline_s=deadline_s, compile_s=screen.opts.load_timeout_s)
+            reply = screen.link.ask(request, deadline_s=deadline_s, compile_s=screen.opts.load_timeout_s)
         except Unanswered as exc:
             raise _unanswered(exc, stage, deadline_s) from None
+        if released:  # the candidate's process has dropped its mappings: free the blocks
+            for tensor in released:
+                screen.space.forget(tensor)
+            del released
+            if screen.cuda:
+                torch.cuda.ipc_collect()
+        return reply
 
     def call(self, inputs: list, like: torch.Tensor | None, stage: str, label: str, *, record: bool = False,
              poison: bool = True, slot: int | None = None, profile: bool = False, dry: bool = False,
