@@ -26,13 +26,13 @@ if python3 -c "import torch, triton, pydantic, tenacity, httpx" 2>/dev/null; the
   export PYTHONPATH="$PWD/.kernelgate-site${PYTHONPATH:+:$PYTHONPATH}"
 else
   PY=.venv/bin/python
-  if ! [ -x "$PY" ] || ! "$PY" -c "import torch, triton, tilelang, pydantic, pytest, hypothesis, ruff, matplotlib, ray, httpx, tenacity, pynvml, kernelgate.reference_ops" 2>/dev/null; then
+  if ! [ -x "$PY" ] || ! "$PY" -c "import torch, triton, tilelang, pydantic, pytest, hypothesis, ruff, matplotlib, ray, httpx, tenacity, pynvml, helion, kernelgate.reference_ops" 2>/dev/null; then
     echo "kernelgate: setting up .venv (first run only)" >&2
     python3 -m venv .venv
     "$PY" -m pip install -q --upgrade pip 2>&1 | grep -v '^WARNING: Location' >&2 || true
     "$PY" -m pip install -q torch==2.13.0 2>&1 | grep -v '^WARNING: Location' >&2 || true
-    "$PY" -m pip install -q "numpy<2.4" triton==3.6.0 -e ".[gpu,openai,test,tilelang,plots,ray]" 2>&1 | grep -v '^WARNING: Location' >&2 || true
-    "$PY" -c "import torch, triton, tilelang, pydantic, pytest, ruff, ray, httpx, tenacity, kernelgate.reference_ops" || { echo "kernelgate: set-up failed" >&2; exit 1; }
+    "$PY" -m pip install -q "numpy<2.4" triton==3.6.0 -e ".[gpu,openai,test,tilelang,plots,ray,helion]" 2>&1 | grep -v '^WARNING: Location' >&2 || true
+    "$PY" -c "import torch, triton, tilelang, pydantic, pytest, ruff, ray, httpx, tenacity, helion, kernelgate.reference_ops" || { echo "kernelgate: set-up failed" >&2; exit 1; }
   fi
 fi
 export PY

@@ -17,7 +17,8 @@ from kernelgate import Candidate, Problem, ScreenOptions, Status, ncu, screen
 from kernelgate.gate import screen as gate_screen
 from kernelgate.worker import Job
 from tests.conftest import EXAMPLES
-from tests.test_gate_fake_runner import BYTES, FAST, LIBRARY, FakeRunner, _candidate, _problem, _timed
+from kernelgate.testing import FakeRunner
+from tests.test_gate import BYTES, FAST, LIBRARY, _candidate, _problem, _timed
 
 # The shape of ncu's --csv output for two kernels (its "raw details" rows: one per kernel and metric).
 CSV = '''==PROF== Connected to process 4242 (/usr/bin/python3)
