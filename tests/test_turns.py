@@ -251,3 +251,63 @@ def test_a_real_worker_can_be_stopped_and_resumed_without_losing_its_job():
         assert result.exit == "ok" and result.measurement.failure is None
     finally:
         worker.close()
+
+
+def test_a_judge_out_of_memory_runs_again_alone_once_no_other_job_is_in_flight():
+    """The judge's own CUDA OOM (a WorkerError: the gate's fault, not the candidate's) beside other
+    jobs is retried alone, and alone means no other job's processes exist: the retry waits for the
+    jobs in flight to end, and no job starts until it is done."""
+    from kernelgate.worker.supervisor import WorkerError
+
+    events: list[tuple[str, str]] = []
+    lock = threading.Lock()
+
+    class _Judge(_FakeWorker):
+        def run(self, job, on_phase=None):
+            name = job.candidate.name
+            with lock:
+                first = not any(n == name for n, _ in events)
+                events.append((name, "start"))
+            on_phase("load")
+            on_phase("run")
+            if name == "0" and first:
+                time.sleep(0.2)  # the others are in flight by now
+                with lock:
+                    events.append((name, "oom"))
+                raise WorkerError("the judge failed (a fault of the gate, not of the candidate): OutOfMemoryError: "
+                                  "CUDA out of memory. Tried to allocate 6.00 GiB")
+            time.sleep(0.3 if name != "0" else 0.05)
+            on_phase("timing")
+            with lock:
+                events.append((name, "end"))
+            return WorkerResult(measurement=Measurement(), exit="ok")
+
+    pool = TurnPool(3, worker_factory=_Judge)
+    results: dict[str, object] = {}
+
+    def go(i: int) -> None:
+        results[str(i)] = pool.run(_job(i))
+
+    threads = [threading.Thread(target=go, args=(i,)) for i in range(3)]
+    threads[0].start()
+    time.sleep(0.02)
+    for t in threads[1:]:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert results["0"].seconds["run_alone"] == 1 and results["0"].measurement.failure is None
+    retry = [i for i, e in enumerate(events) if e == ("0", "start")][1]
+    others_end = [i for i, e in enumerate(events) if e[0] != "0" and e[1] == "end"]
+    assert len(others_end) == 2 and all(i < retry for i in others_end), events  # the retry ran with no one beside it
+    assert pool.turns.state() == (0, False, 0)
+
+
+def test_a_worker_error_that_is_not_memory_is_not_retried():
+    from kernelgate.worker.supervisor import WorkerError
+
+    class _Broken(_FakeWorker):
+        def run(self, job, on_phase=None):
+            raise WorkerError("the judge failed: ValueError: something else")
+
+    with pytest.raises(WorkerError):
+        TurnPool(2, worker_factory=_Broken).run(_job(1))

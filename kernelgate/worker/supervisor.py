@@ -559,8 +559,10 @@ class TurnPool:
     until the timing ends, so the timing sees a machine as quiet as a one-at-a-time lane, while a
     long CUDA build elsewhere only waits. Deadlines do not count time spent stopped.
 
-    A job that runs out of memory beside others is run again alone (``alone``: the exclusive
-    turn from start to end), so a large problem is not rejected for its neighbours' memory.
+    A job that runs out of memory beside others (the candidate's process, or the judge itself) is
+    run again alone: once no other job of the pool is in flight, with none starting until it ends,
+    and with the exclusive turn from start to end, so a large problem is not rejected for its
+    neighbours' memory.
     Call ``run`` from up to ``concurrency`` threads; each worker process is limited to its share of
     the CPU threads (``OMP_NUM_THREADS``, ``TVM_NUM_THREADS``) unless the environment sets them.
     The result's seconds gain ``worker_start``, ``turn_wait`` (for shared turns), ``timing_wait``
@@ -579,11 +581,21 @@ class TurnPool:
         self._new_worker = worker_factory
         self._live: set = set()
         self._lock = threading.Lock()
+        self._jobs = threading.Condition()
+        self._in_flight = 0
+        self._solo = False
+        """A job run again alone waits until no other job of the pool is in flight, and none starts
+        until it ends: the others' processes hold GPU memory even while stopped."""
 
     def run(self, job: Job) -> WorkerResult:
-        result = self._attempt(job, alone=False)
-        failure = result.measurement.failure
-        if failure is not None and failure.reason is Reason.out_of_memory:
+        try:
+            result = self._attempt(job, alone=False)
+        except WorkerError as exc:  # the judge itself ran out of GPU memory beside other jobs' processes
+            if "out of memory" not in str(exc).lower():
+                raise
+            result = None
+        failure = result.measurement.failure if result is not None else None
+        if result is None or (failure is not None and failure.reason is Reason.out_of_memory):
             result = self._attempt(job, alone=True)
             result.seconds["run_alone"] = 1
         return result
@@ -631,6 +643,7 @@ class TurnPool:
             else:  # load, artifacts: CPU work
                 leave()
 
+        self._enter(alone)
         try:
             if alone:
                 take("exclusive")
@@ -652,8 +665,26 @@ class TurnPool:
             leave()
             with self._lock:
                 self._live.discard(worker)
+            self._leave(alone)
         result.seconds.update({k: round(v, 4) for k, v in waited.items()})
         return result
+
+    def _enter(self, alone: bool) -> None:
+        with self._jobs:
+            while self._solo:
+                self._jobs.wait()
+            if alone:
+                self._solo = True
+                while self._in_flight:
+                    self._jobs.wait()
+            self._in_flight += 1
+
+    def _leave(self, alone: bool) -> None:
+        with self._jobs:
+            self._in_flight -= 1
+            if alone:
+                self._solo = False
+            self._jobs.notify_all()
 
     def close(self) -> None:
         """Nothing is started ahead: each job's worker ends with its job."""
