@@ -59,6 +59,9 @@ MEASURES = (
      "candidate's own event time beside the judge's clock around each timed call (see docs/hostile.md)."),
     ("benchmarks/redteam.py", "The red team's hostile candidates against the judge/candidate split, each "
      "screened, and whether it was rejected (see docs/hostile.md)."),
+    ("benchmarks/kernelbench_all.py", "Every KernelBench problem of the levels named, at its shipped "
+     "shape, with one honest candidate each: the gate's verdict, seconds and memory, and KernelBench's "
+     "own eval on the same candidates in the same run."),
     ("benchmarks/probes/", "A one-off probe outside the gate (see the annotation)."),
     ("./kg test", "The test suite's GPU-marked tests."),
     ("./kg examples", "The shipped example kernels screened by `./kg examples` at their problems' "
@@ -74,6 +77,8 @@ def header(record: dict) -> dict:
     """command, date, device name and commit, wherever the record keeps them."""
     if isinstance(record.get("header"), dict) and "cases" in record:  # benchmarks/redteam.py's layout
         record = {**record["header"], **record}
+    if isinstance(record.get("runs"), list) and record["runs"] and "problems" in record:  # kernelbench_all.py
+        record = {**record["runs"][-1], **record}
     env = record.get("environment") if isinstance(record.get("environment"), dict) else {}
     versions = record.get("versions") if isinstance(record.get("versions"), dict) else {}
     device = record.get("device", env.get("device"))
@@ -288,7 +293,33 @@ def redteam(r: dict) -> list[str]:
         + table(["case", "class", "status", "reason", "LRE"], rows)
 
 
+def kernelbench_all(r: dict) -> list[str]:
+    s, problems = r.get("summary") or {}, r["problems"]
+    out = [f"- Runs: {len(r.get('runs') or [])}; problems screened: {s.get('screened')} of {s.get('problems')}; "
+           f"by status: {counts(s.get('by_status'))}; by reason: {counts(s.get('by_reason'))}",
+           f"- Gate faults: {', '.join(s.get('gate_errors') or []) or 'none'}; out of memory: "
+           f"{', '.join(s.get('out_of_memory') or []) or 'none'}",
+           f"- Median seconds per screen: {num(s.get('median_gate_seconds'))}; the judge's peak over the "
+           f"footprint: median {num(s.get('peak_over_footprint_median'))}, max {num(s.get('peak_over_footprint_max'))}",
+           ""]
+    side = [(key, x) for key, x in problems.items() if (x.get("kernelbench_eval") or {}).get("seconds_wall")]
+    if not side:
+        return out
+    rows = []
+    for key, x in side:
+        gate, kb = x.get("gate") or {}, x["kernelbench_eval"]
+        kb_said = ("did not finish" if kb.get("timed_out") else
+                   f"compiled={kb.get('compiled')} correct={kb.get('correctness')}")
+        rows.append([key, x.get("file"), gate.get("status"), gate.get("reason"), gate.get("wall_seconds"), kb_said,
+                     kb.get("seconds_wall")])
+    return out + ["The same candidates, the same run: the gate's verdict and seconds per candidate (wall, "
+                  "concurrency as in the command) beside KernelBench's `eval_kernel_against_ref`:", ""] + table(
+        ["problem", "file", "gate", "gate reason", "gate s", "KernelBench", "KernelBench s"], rows)
+
+
 def headline(r: dict) -> list[str]:
+    if "problems" in r and "summary" in r and isinstance(r["problems"], dict):
+        return kernelbench_all(r)
     if "rows" in r and r["rows"] and "unexplained_ms" in r:
         return boundary(r)
     if "cases" in r and "header" in r and r["cases"] and "class" in r["cases"][0]:
