@@ -154,3 +154,27 @@ def test_released_tensors_ride_on_the_next_request_and_are_forgotten_after_its_r
     assert not os.path.exists(a._kernelgate_path) and os.path.exists(b._kernelgate_path)
     remote.ask({"type": "ping"}, "probes", deadline_s=5)
     assert "release" not in asked[-1]  # said once
+
+
+@pytest.mark.parametrize("fixture, status, reason", [
+    ("rowsum_good.py", None, None),
+    # freed buffers come back at the same addresses: a pointer-keyed cache replays a stale result
+    # in the very next trial (numerics_mismatch), or a probe sees it (output_caching)
+    ("exploits/pointer_cache.py", "reject", ("numerics_mismatch", "output_caching")),
+    ("exploits/call_count_switch.py", "reject", ("recheck_mismatch", "numerics_mismatch")),
+])
+def test_the_large_problem_path_frees_buffers_and_still_catches(fixture, status, reason):
+    """``keep_alive_bytes=0`` puts a small problem on the large-problem path: buffers released after
+    each trial and probe (real worker processes, the candidate drops its mappings), probes checked
+    against the library in its own dtype. Honest kernels pass; history cheats are still caught."""
+    from kernelgate import Candidate, ScreenOptions, screen
+    from tests.hostile_cases import PROBLEM
+
+    source = (FIXTURES / fixture).read_text()
+    verdict = screen(Candidate(source=source, entry="kernel", name=fixture), PROBLEM,
+                     options=ScreenOptions(keep_alive_bytes=0, load_timeout_s=60, run_timeout_s=60))
+    if status is None:
+        assert verdict.status.value != "reject", verdict.summary
+        assert verdict.numerics.passed
+    else:
+        assert verdict.status.value == status and verdict.reason.value in reason, verdict.summary

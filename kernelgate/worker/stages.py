@@ -57,9 +57,6 @@ RUN_DEADLINE_FACTOR = 20.0
 """A call's deadline on a GPU: this many times the reference's own time for the same call..."""
 RUN_DEADLINE_FLOOR_S = 5.0
 """...but never less than this (a first call's launch and a loaded machine)."""
-KEEP_ALIVE_BYTES = 256 << 20
-"""Problems whose one call's data is at most this keep every trial's buffers allocated, so each
-trial gets addresses no earlier one had; larger ones free them (the memory budget wins)."""
 MEMORY_BUDGET_FACTOR = 3
 """The judge keeps its own GPU memory within this many times the problem's footprint (inputs,
 output, parameters) beyond what a trial needs: fewer timing input sets for large problems."""
@@ -155,7 +152,7 @@ class Screen:
         """A large problem's shared buffers go as soon as a stage is done with them (the memory budget);
         a small problem's stay, so that every later call gets addresses no earlier one had. Returns
         None, for ``x = self._done_with(x)``."""
-        if self.footprint > KEEP_ALIVE_BYTES:
+        if self.footprint > self.opts.keep_alive_bytes:
             self.remote.release(tensors)
 
     def _free_cache(self) -> None:
@@ -348,7 +345,7 @@ class Screen:
                 self.footprint = _footprint(inputs, ref, problem.reference)
             given = self.shared(inputs)
             out, reply = self.remote.call(given, ref, "numerics", f"trial {index + 1}", record=True)
-            if self.footprint <= KEEP_ALIVE_BYTES:
+            if self.footprint <= self.opts.keep_alive_bytes:
                 alive.append((given, out))
             if index == 0:
                 if sum(reply.launches.values()) == 0:
@@ -367,7 +364,7 @@ class Screen:
             self.per_call = dict(reply.launches)
             result = self._judge_output(distribution, out, reply, inputs, given, ref, ref64)
             finite = bool((torch.isfinite(ref) & torch.isfinite(ref64)).any())
-            if self.footprint > KEEP_ALIVE_BYTES:  # within the budget: this trial's buffers go before the next
+            if self.footprint > self.opts.keep_alive_bytes:  # within the budget: this trial's buffers go before the next
                 self.remote.release([*given, out])
                 del inputs, given, out, ref, ref64
                 self._free_cache()
@@ -404,7 +401,7 @@ class Screen:
         """The expected output of a probe call: against fp64 for a problem within the memory budget;
         a large problem's probes (whose numerics the trials already checked against fp64) are
         compared with the library's output in its own dtype, at the timing's widened tolerance."""
-        if self.footprint <= KEEP_ALIVE_BYTES:
+        if self.footprint <= self.opts.keep_alive_bytes:
             ref, ref64, _ = self.expected(inputs, problem)
             return ref, ref64, None
         ref, _, _ = self.expected(inputs, problem, fp64=False)

@@ -117,6 +117,11 @@ class ScreenOptions(Model):
     """How long after a call the output is watched for late writes (background work)."""
     recheck_calls: int = Field(default=6, ge=0)
     """Without a GPU (no timing loop): further calls before the last outputs are rechecked."""
+    keep_alive_bytes: int = Field(default=256 << 20, ge=0)
+    """Problems whose one call's data (inputs, output, parameters) is at most this keep every trial's
+    buffers allocated, so each call gets addresses no earlier one had; larger ones free them as soon
+    as a stage is done with them and check their probes against the library in its own dtype (the
+    memory budget)."""
 
 
 class Job(Model):
