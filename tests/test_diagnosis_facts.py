@@ -21,12 +21,14 @@ PACKAGE = Path(__file__).resolve().parent.parent / "kernelgate"
 
 
 def test_diagnosing_every_dsl_imports_no_dsl_package():
-    script = """
+    # the fixtures' module by its folder: ./kg runs with PYTHONSAFEPATH, so "tests" is not importable
+    script = f"""
 import sys
+sys.path.insert(0, {str(PACKAGE.parent / "tests")!r})
 from kernelgate.diagnosis import diagnose
-from tests.test_diagnosis import _kernel, _tl_kernel, _cuda_kernel, _memory_cost, TL_SERIAL, CUDA_SERIAL, SCALAR_PTX
-kernels = [_kernel(asm={"ptx": SCALAR_PTX}), _tl_kernel(TL_SERIAL, 128), _cuda_kernel(CUDA_SERIAL)]
-codes = {f.code for f in diagnose(kernels, _memory_cost(intensity=0.25))}
+from test_diagnosis import _kernel, _tl_kernel, _cuda_kernel, _memory_cost, TL_SERIAL, CUDA_SERIAL, SCALAR_PTX
+kernels = [_kernel(asm={{"ptx": SCALAR_PTX}}), _tl_kernel(TL_SERIAL, 128), _cuda_kernel(CUDA_SERIAL)]
+codes = {{f.code for f in diagnose(kernels, _memory_cost(intensity=0.25))}}
 print(sorted(codes))
 print(sorted(m for m in ("torch", "triton", "tilelang", "tvm") if m in sys.modules))
 """
