@@ -19,6 +19,9 @@ CPU (no GPU): correctness only, in Triton's interpreter, at each entry's small `
 This file imports nothing from kernelgate, directly or indirectly (tests/test_truth.py checks it in
 a fresh interpreter); it has its own problem table (``PROBLEMS``), input distributions, fp64 check
 and timing. Each corpus entry runs in a FRESH Python process (``python truth.py _entry ...``).
+``python truth.py _selftest`` (hidden, for tests/test_truth.py) answers JSON requests on stdin with
+what the pure helpers, the problem table and the corpus loader give, so the tests need not import
+this file.
 
 LABEL RULE (fixed on 2026-12-04, before any result of this harness was seen)
 ----------------------------------------------------------------------------
@@ -601,6 +604,8 @@ def _dsl_order(e: dict) -> int:
 def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "_entry":
         return _child_main(argv[1:])
+    if argv and argv[0] == "_selftest":
+        return _selftest_main(argv[1:])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", nargs="+", type=Path, required=True, help="corpus JSON file(s)")
@@ -686,6 +691,63 @@ def main(argv: list[str] | None = None) -> int:
     _write(args.out, {**meta, "elapsed_s": round(time.monotonic() - started, 1)}, final)
     print(json.dumps(_summary(final), indent=1))
     print(f"wrote {args.out}")
+    return 0
+
+
+SELFTEST_OPS = ("constants", "spread", "label", "summarize", "compare", "problems", "load_corpus", "check_entry",
+                "modules")
+
+
+def _selftest_one(req: dict):
+    """One ``_selftest`` request -> its JSON-able answer (an exception propagates to the caller)."""
+    op = req["op"]
+    if op == "constants":
+        return {"EFFICIENT_RATIO": EFFICIENT_RATIO, "UNSTABLE_SPREAD": UNSTABLE_SPREAD, "TOLERANCES": TOLERANCES,
+                "DISTRIBUTIONS": list(DISTRIBUTIONS), "LABELS": list(LABELS), "RULE_DATE": RULE_DATE,
+                "RAW_SAMPLES_MAX": RAW_SAMPLES_MAX}
+    if op == "spread":
+        return spread(req["a"], req["b"])
+    if op == "label":
+        return label_from(req["correct"], req["triples"])
+    if op == "summarize":
+        return summarize_samples(req["samples"])
+    if op == "compare":  # values as (nested) lists: out cast to out_dtype, ref held in float64
+        import torch
+        ref = torch.tensor(req["ref"], dtype=torch.float64)
+        out = torch.tensor(req["out"], dtype=torch.float64).to(getattr(torch, req.get("out_dtype", req["dtype"])))
+        return compare(torch, out, ref, req["dtype"])
+    if op == "problems":
+        return {name: {"dtype": p.dtype, "shape": p.shape, "small": p.small, "gate": p.gate,
+                       "matmul_fp32_strict": p.matmul_fp32_strict} for name, p in PROBLEMS.items()}
+    if op == "load_corpus":
+        return load_corpus([Path(x) for x in req["paths"]])
+    if op == "check_entry":  # the --check-only path of one entry, in this process
+        return run_entry(req["entry"], check_only=True, lock_dir=None)
+    if op == "modules":  # which modules are loaded now whose top-level name is one of ``prefixes``
+        prefixes = set(req["prefixes"])
+        return sorted(k for k in sys.modules if k.split(".")[0] in prefixes)
+    raise LookupError(f"unknown _selftest op {op!r}; known: {', '.join(SELFTEST_OPS)}")
+
+
+def _selftest_main(argv: list[str]) -> int:
+    """``truth.py _selftest``: a JSON list of requests on stdin (``{"op": ..., ...}``), answered in order in
+    this one process, as a JSON list on stdout: ``{"value": ...}`` or ``{"error": TYPE, "message": ...}``.
+    An unknown op or unreadable input exits 2."""
+    try:
+        requests = json.loads(sys.stdin.read())
+        if not isinstance(requests, list) or not all(isinstance(r, dict) and r.get("op") in SELFTEST_OPS
+                                                      for r in requests):
+            raise ValueError(f"expected a JSON list of requests with an op among {', '.join(SELFTEST_OPS)}")
+    except ValueError as exc:
+        print(f"truth.py _selftest: {exc}", file=sys.stderr)
+        return 2
+    answers = []
+    for req in requests:
+        try:
+            answers.append({"value": _selftest_one(req)})
+        except Exception as exc:
+            answers.append({"error": type(exc).__name__, "message": str(exc)})
+    print(json.dumps(answers))
     return 0
 
 
