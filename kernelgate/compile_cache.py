@@ -79,14 +79,26 @@ class CompileCache:
 
 
 _ACTIVE: CompileCache | None = None
+_CACHE_ENV = ("TRITON_CACHE_DIR", "TILELANG_CACHE_DIR")
+_ENV_BEFORE: dict[str, str | None] | None = None
+"""The compilers' cache variables as they were before the first activation, restored by activate(None)."""
 
 
 def activate(root: Path | str | None) -> CompileCache | None:
     """Use ``root`` for this process's compiled code (None: no cache; compilers use private dirs)."""
-    global _ACTIVE
+    global _ACTIVE, _ENV_BEFORE
     if root is None:
         _ACTIVE = None
+        if _ENV_BEFORE is not None:
+            for name, value in _ENV_BEFORE.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+            _ENV_BEFORE = None
         return None
+    if _ENV_BEFORE is None:
+        _ENV_BEFORE = {name: os.environ.get(name) for name in _CACHE_ENV}
     _ACTIVE = CompileCache(root)
     _ACTIVE.root.mkdir(parents=True, exist_ok=True)
     os.environ["TRITON_CACHE_DIR"] = str(_ACTIVE.root / "triton")

@@ -37,6 +37,12 @@ class PluginError(KernelgateError):
     def __init__(self, plugin: str, message: str) -> None:
         super().__init__(f"DSL plug-in {plugin!r}: {message}")
         self.plugin = plugin
+        self.message = message
+
+    def __reduce__(self):
+        # args holds the formatted text; rebuild from the two fields so that one raised in
+        # another process (a worker, a Ray task) comes back as itself
+        return (type(self), (self.plugin, self.message))
 
 
 class NoGPUError(KernelgateError):

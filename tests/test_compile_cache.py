@@ -113,3 +113,14 @@ def test_activate_points_the_compilers_caches_under_the_root(tmp_path):
     active().put(k, {"a": 1})
     assert CompileCache(root).get(k) == {"a": 1}
     assert activate(None) is None and active() is None
+
+
+def test_activate_none_restores_the_compilers_cache_variables(monkeypatch, tmp_path):
+    monkeypatch.setenv("TRITON_CACHE_DIR", "/users/own/triton")
+    monkeypatch.delenv("TILELANG_CACHE_DIR", raising=False)
+    activate(tmp_path / "a")
+    activate(tmp_path / "b")
+    assert os.environ["TRITON_CACHE_DIR"] == str(tmp_path / "b" / "triton")
+    activate(None)
+    assert os.environ["TRITON_CACHE_DIR"] == "/users/own/triton"
+    assert "TILELANG_CACHE_DIR" not in os.environ

@@ -52,10 +52,6 @@ def test_plugin_error_names_the_plugin():
         raise exc
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError,
-                   reason="bug: PluginError's __init__ takes (plugin, message) but args holds only the "
-                          "formatted message, so unpickling calls PluginError(msg) and fails (one raised in another "
-                          "process, e.g. a Ray task, cannot be sent back as itself)")
 def test_plugin_error_survives_pickling():
     again = pickle.loads(pickle.dumps(PluginError("tritonx", "broken")))
     assert again.plugin == "tritonx" and str(again) == "DSL plug-in 'tritonx': broken"

@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -124,8 +125,8 @@ def test_a_real_judge_whose_parent_dies_kills_its_candidate_and_exits(tmp_path):
     and exits 70.
 
     A holder process keeps the judge's stdin open past the parent's death: otherwise the judge reads
-    EOF where it waits for its job and exits 1 with a traceback before the watch's next poll (the
-    candidate's process then dies by its PR_SET_PDEATHSIG), and the watch would go untested."""
+    EOF where it waits for its job and exits quietly before the watch's next poll (the next test), and
+    the watch would go untested."""
     middle = '''
         import json, os, subprocess, sys
         from kernelgate.worker.supervisor import Worker
@@ -149,6 +150,34 @@ def test_a_real_judge_whose_parent_dies_kills_its_candidate_and_exits(tmp_path):
     # it, the candidate's process would have become an orphan here (killed by its PDEATHSIG: exit -9)
     candidate = out["exits"]["candidate"]
     assert candidate.get("reaped_elsewhere") and candidate["gone"], candidate
+
+
+def test_a_judge_whose_stdin_closes_before_a_job_exits_quietly_and_kills_its_candidate():
+    """A spare retired by closing its stdin: the judge reads EOF where it waits for its job. It exits
+    0 with no traceback in its log and takes its candidate's process with it."""
+    from kernelgate.worker.supervisor import Worker
+
+    w = Worker()
+    try:
+        w.wait_ready(timeout=120)
+        candidate = w.candidate_pid
+        w.proc.stdin.close()
+        assert w.proc.wait(timeout=30) == 0
+        log = (w.workdir / "judge.log").read_text()
+        assert "Traceback" not in log, log[-2000:]
+        for _ in range(100):  # the judge reaped it; /proc may lag a moment
+            try:
+                with open(f"/proc/{candidate}/stat") as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                break
+            if state == "Z":
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError(f"candidate process {candidate} still alive")
+    finally:
+        w.close()
 
 
 @pytest.mark.skipif(HAS_GPU, reason="what the judge does without a GPU")

@@ -117,6 +117,9 @@ def main() -> None:
     send({"type": "ready", "candidate_pid": candidate.pid})
 
     line = sys.stdin.readline()
+    if not line.strip():  # stdin closed before a job came: the supervisor retired this spare
+        candidate.kill()
+        os._exit(0)
     from kernelgate.errors import ProblemError
     from kernelgate.worker.stages import evaluate
     from kernelgate.worker.supervisor import Job
