@@ -381,6 +381,19 @@ class MemoryReport(Model):
     candidate_peak_bytes: int | None = None
     """The candidate's process, as it reports it (its own allocations and its opened inputs)."""
     judge_peak_by_phase: dict[str, int] = Field(default_factory=dict)
+    reference_peak_bytes: int | None = None
+    """What the reference itself needs: its inputs and parameters plus the most its own call
+    allocated (activations and output), measured around the judge's reference calls."""
+    fixed_bytes: int = 0
+    """The judge's buffers whose size does not depend on the problem (the L2 flush buffer)."""
+
+    def gate_over_footprint(self) -> float | None:
+        """The judge's memory beyond the reference's own and its fixed buffers, over the footprint
+        (the memory budget: at most ``MEMORY_BUDGET_FACTOR``)."""
+        if not self.footprint_bytes or self.reference_peak_bytes is None:
+            return None
+        extra = self.judge_peak_bytes - self.reference_peak_bytes - self.fixed_bytes
+        return max(0.0, extra) / self.footprint_bytes
 
 
 class Measurement(Model):

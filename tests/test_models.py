@@ -239,3 +239,15 @@ def test_extra_field_forbidden_in_verdict_json():
     data["surprise"] = 1
     with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
         Verdict.model_validate(data)
+
+
+def test_memory_budget_ratio_counts_only_what_the_judge_adds():
+    from kernelgate.models import MemoryReport
+
+    mib = 1 << 20
+    memory = MemoryReport(footprint_bytes=100 * mib, judge_peak_bytes=700 * mib, reference_peak_bytes=150 * mib,
+                          fixed_bytes=256 * mib)
+    assert memory.gate_over_footprint() == pytest.approx((700 - 150 - 256) / 100)
+    assert MemoryReport(footprint_bytes=100 * mib, judge_peak_bytes=300 * mib).gate_over_footprint() is None
+    under = MemoryReport(footprint_bytes=mib, judge_peak_bytes=200 * mib, reference_peak_bytes=mib, fixed_bytes=256 * mib)
+    assert under.gate_over_footprint() == 0.0

@@ -47,7 +47,7 @@ from kernelgate.models import (Environment, Failure, Finding, KernelArtifact, Me
                                NumericsReport, Reason, TrialResult)
 from kernelgate.numerics import changed_inputs, check_trial_output, same_values
 from kernelgate.problems import DISTRIBUTIONS, BuiltProblem, build_problem, randomize_state
-from kernelgate.timing import time_library_alone, time_split
+from kernelgate.timing import L2_FLUSH_BYTES, time_library_alone, time_split
 from kernelgate.worker.link import CandidateProcess, Unanswered
 from kernelgate.worker.protocol import CallReply, SharedSpace, encode_value, ref_key
 
@@ -134,8 +134,13 @@ class Screen:
         self.ref_err = 0.0
         """The library's own normalized error in the trials (its imprecision sets the recheck's slack)."""
         self.footprint = 0
+        self.output_bytes = 0
         self.phase_peaks: dict[str, int] = {}
         self.judge_peak = 0
+        self._peak_carry = 0
+        """The phase's peak before a reset inside it (``expected`` measures the reference's own call)."""
+        self.reference_growth = 0
+        """The most one reference call allocated (its activations and output)."""
         self.cpu_numerics = True
         self.calibration_ms: dict[float, float] = {}
         self.calibration_cpu_ms = 0.0
@@ -167,9 +172,10 @@ class Screen:
         self.m.stage_seconds[name] = round(now - self._clock, 4)
         self._clock = self._part = now
         if self.cuda:
-            self.phase_peaks[name] = int(torch.cuda.max_memory_allocated())
+            self.phase_peaks[name] = max(self._peak_carry, int(torch.cuda.max_memory_allocated()))
             self.judge_peak = max(self.judge_peak, self.phase_peaks[name])
             torch.cuda.reset_peak_memory_stats()
+            self._peak_carry = 0
 
     def part_done(self, name: str) -> None:
         now = time.perf_counter()
@@ -206,10 +212,17 @@ class Screen:
             with torch.no_grad():
                 clones = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
                 _sync()
+                measure = self.cuda and problem is self.problem
+                if measure:  # what the reference's own call allocates (the memory budget's baseline)
+                    self._peak_carry = max(self._peak_carry, torch.cuda.max_memory_allocated())
+                    before = torch.cuda.memory_allocated()
+                    torch.cuda.reset_peak_memory_stats()
                 began = time.perf_counter()
                 ref = problem.reference(*clones)
                 _sync()
                 took = time.perf_counter() - began
+                if measure:
+                    self.reference_growth = max(self.reference_growth, torch.cuda.max_memory_allocated() - before)
                 del clones
                 if reference64 is None:
                     return ref, None, took
@@ -343,6 +356,7 @@ class Screen:
                 if self.cuda:
                     self.call_deadline_s = min(opts.run_timeout_s, max(RUN_DEADLINE_FLOOR_S, RUN_DEADLINE_FACTOR * took))
                 self.footprint = _footprint(inputs, ref, problem.reference)
+                self.output_bytes = ref.numel() * ref.element_size()
             given = self.shared(inputs)
             out, reply = self.remote.call(given, ref, "numerics", f"trial {index + 1}", record=True)
             if self.footprint <= self.opts.keep_alive_bytes:
@@ -713,10 +727,11 @@ class Screen:
 
     def finish(self) -> None:
         if self.cuda and self.footprint:
-            self.m.memory = MemoryReport(footprint_bytes=self.footprint,
-                                         judge_peak_bytes=max(self.judge_peak, int(torch.cuda.max_memory_allocated())),
-                                         candidate_peak_bytes=self.remote.peak_bytes,
-                                         judge_peak_by_phase=self.phase_peaks)
+            self.m.memory = MemoryReport(
+                footprint_bytes=self.footprint, candidate_peak_bytes=self.remote.peak_bytes,
+                judge_peak_bytes=max(self.judge_peak, self._peak_carry, int(torch.cuda.max_memory_allocated())),
+                judge_peak_by_phase=self.phase_peaks, fixed_bytes=L2_FLUSH_BYTES if self.timed_requests else 0,
+                reference_peak_bytes=self.footprint - self.output_bytes + self.reference_growth)
         self.space.close()
 
 
