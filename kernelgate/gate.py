@@ -17,7 +17,7 @@ from kernelgate.feedback import write_feedback, write_summary
 from kernelgate.hardware import peaks_for
 from kernelgate.models import (Candidate, Failure, Finding, Measurement, Metrics, NcuReport, Problem, Reason,
                                Status, Verdict)
-from kernelgate.policy import DEFAULT_POLICY, Policy, decide
+from kernelgate.policy import DEFAULT_POLICY, Policy, StreamClock, decide
 from kernelgate.stats import lre_interval
 from kernelgate.worker import Job, ScreenOptions, WorkerResult, default_pool
 
@@ -119,13 +119,18 @@ def _verdict(candidate: Candidate, problem: Problem, dsl: str | None, m: Measure
     if m.failure is not None:
         status, reason, confidence = Status.reject, m.failure.reason, 0.95
     else:
-        wall_excess, resolution = 0.0, 0.0
-        if m.timing is not None:
-            wall_excess = max(0.0, m.timing.candidate.wall_median_ms - m.timing.launch_overhead_ms)
-            resolution = m.timing.wall_resolution_ms or 0.0
+        wall_excess, resolution, stream = 0.0, 0.0, None
+        t = m.timing
+        if t is not None:
+            wall_excess = max(0.0, t.candidate.wall_median_ms - t.launch_overhead_ms)
+            resolution = t.wall_resolution_ms or 0.0
+            if t.stream_ms is not None and t.stream_calls and t.library_stream_ms is not None:
+                stream = StreamClock(calls=t.stream_calls, candidate_ms=t.stream_ms,
+                                     candidate_cpu_ms=t.stream_cpu_ms or 0.0, library_ms=t.library_stream_ms,
+                                     library_event_ms=t.library.median_ms)
         checked = bool(m.numerics and m.numerics.checked)
         decision = decide(metrics, findings, numerics_checked=checked, wall_excess_ms=wall_excess, policy=policy,
-                          wall_resolution_ms=resolution)
+                          wall_resolution_ms=resolution, stream=stream)
         status, reason, confidence = decision.status, decision.reason, decision.confidence
         findings, message = decision.findings, decision.message
     if counters is not None and metrics is not None:

@@ -322,6 +322,17 @@ class TimingReport(Model):
     """CPU time of the candidate's process group per timed request, less the harness's own per
     request (calibrated before the candidate was loaded), read by the judge from ``/proc``: host
     work the candidate did per call, whatever it reports (``host_work``)."""
+    stream_calls: int | None = None
+    """Calls in the judge-clocked stream: forward calls back to back on distinct fresh input sets,
+    one sync at the end, the judge's clock around the request (``Screen._stream``)."""
+    stream_ms: float | None = None
+    """The stream's wall time per call, less the harness's calibrated cost of a stream request."""
+    stream_cpu_ms: float | None = None
+    """CPU time of the candidate's process group per call during the stream (from ``/proc``)."""
+    library_stream_ms: float | None = None
+    """The library's wall time per call over the same input sets, back to back, in the judge."""
+    stream_overhead_ms: float | None = None
+    """The calibrated cost of a stream request without forward (subtracted from ``stream_ms``)."""
 
 
 class Environment(Model):

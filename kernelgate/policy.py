@@ -54,6 +54,19 @@ class Policy(Model):
     every timed output on fresh inputs within the call, and its claim stays bounded by the physical
     floor, ``u_impossible``)."""
     wall_resolution_multiple: float = Field(default=3.0, ge=0)
+    stream_factor: float = Field(default=1.5, gt=1)
+    """Reject as unsynchronized work when the judge's clock over a stream of the candidate's calls
+    back to back (``TimingReport.stream_ms``, per call) exceeds this many of what explains it: the
+    candidate's own event time, times the library's stream time over its event time where that is
+    above 1 (what running back to back costs at this shape: the L2, the gaps between calls), or,
+    when its launches are the bottleneck, the candidate's CPU time per call in the stream, counted
+    up to ``stream_cpu_cap_ms``..."""
+    stream_floor_ms: float = Field(default=0.005, ge=0)
+    """...plus this much per call."""
+    stream_cpu_cap_ms: float = Field(default=0.5, ge=0)
+    """CPU time per call that explains a stream slower than the events (launch-bound code). A
+    process can burn CPU on purpose while its GPU work runs, so the excuse is capped: GPU work
+    hidden outside the events behind that much CPU per call goes unseen by this check."""
 
     @model_validator(mode="after")
     def _sane(self) -> Policy:
@@ -75,8 +88,24 @@ class Decision:
     """Why, for an impossible or unsynchronized timing."""
 
 
+@dataclass(frozen=True)
+class StreamClock:
+    """The judge's clock over a stream of calls back to back (``TimingReport.stream_*``), per call."""
+
+    calls: int
+    candidate_ms: float
+    candidate_cpu_ms: float
+    library_ms: float
+    library_event_ms: float
+
+    def explained_ms(self, event_ms: float, policy: Policy) -> float:
+        """What the candidate's claimed event time and its CPU explain of its stream time per call."""
+        scale = max(1.0, self.library_ms / self.library_event_ms) if self.library_event_ms > 0 else 1.0
+        return max(event_ms * scale, min(self.candidate_cpu_ms, policy.stream_cpu_cap_ms))
+
+
 def _timing_reject(metrics: Metrics, wall_excess_ms: float, event_ms: float, policy: Policy,
-                   resolution_ms: float = 0.0) -> Decision | None:
+                   resolution_ms: float = 0.0, stream: StreamClock | None = None) -> Decision | None:
     if metrics.u_physics > policy.u_impossible:
         return Decision(Status.reject, Reason.exceeds_roofline, 0.9, [],
                         f"measured {metrics.t_candidate_ms:.4g} ms, below the physical floor at the fastest math "
@@ -86,11 +115,20 @@ def _timing_reject(metrics: Metrics, wall_excess_ms: float, event_ms: float, pol
         return Decision(Status.reject, Reason.unsynchronized_work, 0.8, [],
                         f"wall-clock {wall_excess_ms:.4g} ms under a device sync vs {event_ms:.4g} ms by events: work "
                         "ran outside the timed stream")
+    if stream is not None:
+        explained = stream.explained_ms(event_ms, policy)
+        if stream.candidate_ms > policy.stream_factor * explained + policy.stream_floor_ms:
+            return Decision(Status.reject, Reason.unsynchronized_work, 0.8, [], (
+                f"the judge's clock over {stream.calls} calls back to back saw {stream.candidate_ms:.4g} ms per call, "
+                f"more than {policy.stream_factor:g}x the {explained:.4g} ms its own events and CPU time explain "
+                f"(events: {event_ms:.4g} ms; the library: {stream.library_ms:.4g} ms per call back to back, "
+                f"{stream.library_event_ms:.4g} ms by its events): the candidate's process under-reports its time"))
     return None
 
 
 def decide(metrics: Metrics | None, findings: list[Finding], *, numerics_checked: bool,
-           wall_excess_ms: float = 0.0, policy: Policy = DEFAULT_POLICY, wall_resolution_ms: float = 0.0) -> Decision:
+           wall_excess_ms: float = 0.0, policy: Policy = DEFAULT_POLICY, wall_resolution_ms: float = 0.0,
+           stream: StreamClock | None = None) -> Decision:
     """Status of a candidate that passed numerics (or could not be checked)."""
     repairable = [f for f in findings if f.kind == "repairable"]
     structural = [f for f in findings if f.kind == "structural"]
@@ -100,7 +138,7 @@ def decide(metrics: Metrics | None, findings: list[Finding], *, numerics_checked
         if repairable:
             return Decision(Status.repair, None, 0.4, findings)
         return Decision(Status.untimed, None, 0.5 if numerics_checked else 0.2, findings)
-    rejected = _timing_reject(metrics, wall_excess_ms, metrics.t_candidate_ms, policy, wall_resolution_ms)
+    rejected = _timing_reject(metrics, wall_excess_ms, metrics.t_candidate_ms, policy, wall_resolution_ms, stream)
     if rejected is not None:
         return rejected
     flag_lre = metrics.lre < policy.lre_min

@@ -253,6 +253,18 @@ def test_policy_reject_for_unsynchronized_work_records_a_failure():
     assert v.metrics is not None  # the evidence for the reject is kept
 
 
+def test_the_judges_stream_clock_reaches_the_policy():
+    # events claim 0.040 ms; the judge's clock over 100 calls back to back saw 0.2 ms per call
+    m = _timed(FAST, LIBRARY)
+    m.timing = m.timing.model_copy(update={"stream_calls": 100, "stream_ms": 0.2, "stream_cpu_ms": 0.01,
+                                           "library_stream_ms": 0.035, "stream_overhead_ms": 0.3})
+    v = screen(_candidate(), _problem(), runner=FakeRunner(m))
+    assert v.status is Status.reject and v.reason is Reason.unsynchronized_work
+    assert "100 calls back to back" in v.failure.message
+    m.timing = m.timing.model_copy(update={"stream_ms": 0.045})
+    assert screen(_candidate(), _problem(), runner=FakeRunner(m)).status is Status.accept
+
+
 def test_policy_reject_for_impossible_speed():
     impossible = [FLOOR_MS / 2 * f for f in (1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0)]
     v = screen(_candidate(), _problem(), runner=FakeRunner(_timed(impossible, LIBRARY)))

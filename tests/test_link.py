@@ -129,3 +129,51 @@ def test_a_released_shared_tensor_is_unmapped_by_the_candidate_and_unlinked_by_t
     space.forget(given)
     assert not os.path.exists(path)
     assert _mapped(process.pid, slot._kernelgate_path)  # what was not released stays
+
+
+STREAM_CANDIDATE = '''
+import torch
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        if float(x[0, 0]) == 12345.0:
+            raise ValueError("a bad row")
+        return x * 2
+'''
+
+
+def test_a_stream_runs_every_call_keeps_every_output_and_drops_them_on_close(process, tmp_path):
+    """The judge-clocked stream's candidate side: ``stream_open`` maps one input list per call,
+    ``stream`` runs them back to back and keeps each output under ``slot + i`` (the judge picks which
+    to copy out only afterwards, with ``recopy``), ``stream_close`` drops them; a call that raises
+    makes the stream's reply an error."""
+    import torch
+
+    from kernelgate.worker.protocol import SharedSpace
+
+    (tmp_path / "shared").mkdir()
+    space = SharedSpace(torch.device("cpu"), tmp_path / "shared")
+    loaded = process.ask({"type": "load", "source": STREAM_CANDIDATE, "entry": "ModelNew", "dsl": "triton",
+                          "dtype": "float32", "init": [], "state": {}, "compile_cache": False, "compile_cache_dir": "",
+                          "limits": {"max_file_mb": 64, "gpu_memory_fraction": 0.85, "host_memory_mb": 8192}},
+                         deadline_s=120)
+    assert loaded.error is None and loaded.violation is None, loaded
+    inputs = [space.copy_of(torch.randn(8, 16)) for _ in range(3)]
+    calls = [[{"ref": space.ref(x).model_dump(mode="json")}] for x in inputs]
+    assert process.ask({"type": "stream_open", "calls": calls}, deadline_s=60).error is None
+    assert process.ask({"type": "stream", "slot": 1000}, deadline_s=60).error is None
+    for i in (2, 0):
+        out = space.empty((8, 16), torch.float32)
+        reply = process.ask({"type": "recopy", "slot": 1000 + i, "out": space.ref(out).model_dump(mode="json")},
+                            deadline_s=60)
+        assert reply.error is None and reply.copied
+        assert torch.equal(out, inputs[i] * 2)
+    process.ask({"type": "stream_close", "slot": 1000}, deadline_s=60)
+    out = space.empty((8, 16), torch.float32)
+    gone = process.ask({"type": "recopy", "slot": 1001, "out": space.ref(out).model_dump(mode="json")}, deadline_s=60)
+    assert gone.error is not None and "no output kept" in gone.error.message
+    inputs[1][0, 0] = 12345.0
+    assert process.ask({"type": "stream_open", "calls": calls}, deadline_s=60).error is None
+    failed = process.ask({"type": "stream", "slot": 1000}, deadline_s=60)
+    assert failed.error is not None and "a bad row" in failed.error.message, failed

@@ -7,7 +7,7 @@ from pydantic import ValidationError
 
 from kernelgate.hardware import SPEC_TABLE, MathMode
 from kernelgate.models import Finding, Metrics, Reason, Status
-from kernelgate.policy import DEFAULT_POLICY, Policy, decide
+from kernelgate.policy import DEFAULT_POLICY, Policy, StreamClock, decide
 
 PEAKS = SPEC_TABLE["H200-SXM-141GB"]
 
@@ -173,6 +173,43 @@ def test_the_measured_resolution_widens_the_wall_check():
     assert decide(m, [], numerics_checked=True, wall_excess_ms=3.8, wall_resolution_ms=0.8).status is Status.accept
     d = decide(m, [], numerics_checked=True, wall_excess_ms=4.0, wall_resolution_ms=0.8)
     assert d.reason is Reason.unsynchronized_work
+
+
+def _stream(candidate_ms: float, cpu_ms: float = 0.01, library_ms: float = 0.05, library_event_ms: float = 0.05):
+    return StreamClock(calls=200, candidate_ms=candidate_ms, candidate_cpu_ms=cpu_ms, library_ms=library_ms,
+                       library_event_ms=library_event_ms)
+
+
+def test_a_stream_slower_than_the_claim_is_unsynchronized_work():
+    # claim 0.05 ms; the judge's clock over 200 calls back to back saw 0.2 ms per call
+    m = _metrics(t_candidate_ms=0.05)
+    d = decide(m, [], numerics_checked=True, stream=_stream(0.2))
+    assert d.status is Status.reject and d.reason is Reason.unsynchronized_work
+    assert "200 calls back to back" in d.message and "0.2 ms per call" in d.message
+    # limit: 1.5 x 0.05 + 0.005 = 0.08 ms
+    assert decide(m, [], numerics_checked=True, stream=_stream(0.079)).status is Status.accept
+    assert decide(m, [], numerics_checked=True, stream=_stream(0.081)).reason is Reason.unsynchronized_work
+
+
+def test_the_librarys_own_stream_scales_what_the_claim_explains():
+    # the library ran 1.6x slower back to back than by its events at this shape: the claim explains 0.08 ms
+    m = _metrics(t_candidate_ms=0.05)
+    slow_library = _stream(0.12, library_ms=0.08, library_event_ms=0.05)
+    assert decide(m, [], numerics_checked=True, stream=slow_library).status is Status.accept
+    # a library faster back to back than by its events never tightens the check below the claim
+    fast_library = _stream(0.079, library_ms=0.02, library_event_ms=0.05)
+    assert decide(m, [], numerics_checked=True, stream=fast_library).status is Status.accept
+
+
+def test_cpu_time_explains_a_launch_bound_stream_up_to_the_cap():
+    m = _metrics(t_candidate_ms=0.01)
+    launch_bound = _stream(0.04, cpu_ms=0.035)  # its launches take longer than its kernel
+    assert decide(m, [], numerics_checked=True, stream=launch_bound).status is Status.accept
+    # CPU burnt on purpose explains at most stream_cpu_cap_ms (0.5 ms) per call
+    spinning = _stream(2.0, cpu_ms=2.0)
+    d = decide(m, [], numerics_checked=True, stream=spinning)
+    assert d.reason is Reason.unsynchronized_work
+    assert decide(m, [], numerics_checked=True, stream=_stream(0.7, cpu_ms=0.7)).status is Status.accept
 
 
 def test_timing_rejects_ignore_findings():

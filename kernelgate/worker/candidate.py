@@ -147,6 +147,7 @@ class Runner:
         self.hits: list = []
         self.opened: dict[str, object] = {}
         self.kept: dict[int, object] = {}
+        self.stream_inputs: list[list] = []
 
     # --- requests ----------------------------------------------------------------------------
 
@@ -232,11 +233,8 @@ class Runner:
                     with recorder if recorder is not None else _null():
                         out = (fn or self.fn)(*inputs)
                     _sync(torch)
-        except CandidateFailure as failure:
-            reply["error"] = {"reason": failure.reason, "message": failure.message}
         except Exception as exc:
-            failure = (CandidateFailure("runtime_error", str(exc)) if isinstance(exc, _CandidateExit)
-                       else classify(self.plugin, exc, self.path, "runtime_error"))
+            failure = self._failure(exc)
             reply["error"] = {"reason": failure.reason, "message": failure.message}
         finally:
             self.log.dry_run = False
@@ -283,6 +281,40 @@ class Runner:
         reply["late"] = (t_enqueued - t_before) * 1e3 > ready_ms
         return out
 
+    def stream_open(self, req: dict) -> dict:
+        """Map the inputs of a judge-clocked stream, one list per call (untimed)."""
+        self.stream_inputs = [[self._arg(a) for a in call] for call in req["calls"]]
+        return {"type": "call"}
+
+    def stream(self, req: dict) -> dict:
+        """Every call of the stream back to back and one sync at the end: the judge's clock is around
+        this request. With ``keep`` the outputs stay (slots ``slot + i``) for the judge to pick some
+        to copy out afterwards (``recopy``): which ones, this process is not told until then."""
+        torch = self.torch
+        fn = self.fn if self.fn is not None else (lambda *args: None)  # a calibration stream: the harness alone
+        reply: dict = {"type": "call"}
+        outputs = []
+        try:
+            with torch.no_grad():
+                for inputs in self.stream_inputs:
+                    outputs.append(fn(*inputs))
+            _sync(torch)
+        except Exception as exc:
+            failure = self._failure(exc)
+            reply["error"] = {"reason": failure.reason, "message": failure.message}
+            return reply
+        if req.get("slot") is not None:
+            for i, out in enumerate(outputs):
+                self.kept[req["slot"] + i] = out
+        return reply
+
+    def stream_close(self, req: dict) -> dict:
+        """Drop the stream's inputs and the outputs it kept."""
+        for i in range(len(self.stream_inputs)):
+            self.kept.pop(req["slot"] + i, None)
+        self.stream_inputs = []
+        return {"type": "call"}
+
     def _profile(self, inputs: list):
         """One call under the profiler: device time outside the kernels this candidate's DSL compiled."""
         from kernelgate import integrity
@@ -328,6 +360,14 @@ class Runner:
         return reply
 
     # --- helpers -----------------------------------------------------------------------------
+
+    def _failure(self, exc: Exception) -> CandidateFailure:
+        """What a forward call raised, classified."""
+        if isinstance(exc, CandidateFailure):
+            return exc
+        if isinstance(exc, _CandidateExit):
+            return CandidateFailure("runtime_error", str(exc))
+        return classify(self.plugin, exc, self.path, "runtime_error")
 
     def _copy_out(self, out, ref: dict) -> bool:
         torch = self.torch
@@ -497,7 +537,8 @@ def main() -> None:
     runner = Runner(workdir, send, flag)
     _compile_watch(flag)
     handlers = {"load": runner.load, "call": runner.call, "recopy": runner.recopy, "artifacts": runner.artifacts,
-                "ping": lambda req: {"type": "call"}, "check": runner.check, "calibrate": runner.calibrate}
+                "ping": lambda req: {"type": "call"}, "check": runner.check, "calibrate": runner.calibrate,
+                "stream_open": runner.stream_open, "stream": runner.stream, "stream_close": runner.stream_close}
     for line in requests:
         received = time.perf_counter()
         req = json.loads(line)

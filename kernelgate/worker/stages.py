@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import os
+import random
 import statistics
 import sys
 import time
@@ -70,6 +71,18 @@ before any candidate code ran there, so a candidate can inflate neither."""
 INTERFERENCE_RATIO = 1.15
 """The library timed beside the candidate may be this much slower than alone, plus ``INTERFERENCE_FLOOR_MS``."""
 INTERFERENCE_FLOOR_MS = 0.02
+STREAM_TARGET_MS = 10.0
+"""The judge-clocked stream (``Screen._stream``): calls enough for this many ms of the candidate's
+claimed time back to back, so that the round trip's spread is small beside the stream..."""
+STREAM_MIN_CALLS, STREAM_MAX_CALLS = 2, 200
+STREAM_MEMORY_BYTES = 2 << 30
+"""...within this much memory for the stream's input sets and kept outputs, or twice the footprint
+when that is larger (a large problem gets a short stream of long calls)."""
+STREAM_CHECKS = 4
+"""Outputs of the stream the judge picks, after it ran, and compares with the library's."""
+STREAM_SLOT = 1 << 20
+"""Where the candidate's process keeps the stream's outputs (``kept`` slots ``STREAM_SLOT + i``)."""
+STREAM_CALIBRATION_CALLS = 32
 HOST_CPU_FLOOR_MS = 5.0
 """A timed call may use this much CPU in the candidate's process group beyond the harness's own
 (honest examples used 0.3 to 3.0 ms on the H200: launches, a wrapper's Python, the recorder;
@@ -148,6 +161,8 @@ class Screen:
         self.timed_requests = 0
         self.timed_cpu_s = 0.0
         self.resolution_ms: float | None = None
+        self.stream_overhead_ms = 0.0
+        """The harness's own cost of a stream request (calibration: a stream of calls without forward)."""
         self.remote = Remote(self)
         self._clock = self._part = time.perf_counter()
 
@@ -305,7 +320,22 @@ class Screen:
         self.calibration_cpu_ms = (self.link.cpu_seconds() - cpu_before) * 1e3 / (CALIBRATION_CALLS * len(SPLIT_WINDOWS_MS))
         deviations.sort()
         self.resolution_ms = deviations[int(0.8 * (len(deviations) - 1))]  # 80th percentile of |t - median|
+        self.stream_overhead_ms = self._stream_calibration(given)
         self.remote.release([*given, slot])
+
+    def _stream_calibration(self, given: list) -> float:
+        """The median wall time of a stream of calls that run nothing: the pipe, the loop, the sync."""
+        remote, deadline = self.remote, self.opts.run_timeout_s
+        remote.ask({"type": "stream_open", "calls": [[remote.arg(x) for x in given]] * STREAM_CALIBRATION_CALLS},
+                   "load", deadline_s=deadline)
+        walls = []
+        for _ in range(6):
+            _sync()
+            began = time.perf_counter()
+            remote.ask({"type": "stream"}, "load", deadline_s=deadline)
+            walls.append((time.perf_counter() - began) * 1e3)
+        remote.ask({"type": "stream_close", "slot": STREAM_SLOT}, "load", deadline_s=deadline)
+        return statistics.median(walls[1:])
 
     # --- numerics --------------------------------------------------------------------------------
 
@@ -612,6 +642,7 @@ class Screen:
             floor = roofline.t_floor_ms(cost.flops, cost.bytes_compulsory, peaks, cost.peak_mode)
             if roofline.utilization(floor, timing.candidate.median_ms) > self.opts.physics_limit:
                 timing = self._timed(rounds=2)  # believe an impossible time only after a second timing
+        self._stream(timing)
         self.link.kill()  # gone: nothing of the candidate's can still run on the GPU
         self._host_work(timing)
         alone = time_library_alone(self.problem.reference, self._sets, reps=max(5, min(10, timing.library.reps)),
@@ -665,6 +696,7 @@ class Screen:
         slots = [remote.slot(like) for _ in range(count)]  # one per set, refilled: one IPC handle each
         slack = 2.0 * (1.0 + self.ref_err)
         tol = problem.numerics_tolerance
+        self._like, self._recheck_tol = like, type(tol)(atol=tol.atol * slack, rtol=tol.rtol * slack)
 
         def refill(index: int) -> None:
             fresh = self.inputs("normal")
@@ -721,7 +753,79 @@ class Screen:
                           resolution_ms=self.resolution_ms)
         self.timed_cpu_s += self.link.cpu_seconds() - cpu_before
         remote.check("after timing", "timing")
+        self._done_with(*slots)
         return report
+
+    def _stream(self, timing) -> None:
+        """The judge's own clock over calls back to back: corroborates the candidate's event times.
+
+        A single timed call's round trip has a spread of a fraction of a millisecond, so work hidden
+        outside the candidate's events in a short call goes unseen there. Here the candidate's process
+        runs ``calls`` forward calls on distinct fresh input sets with one sync at the end, under the
+        judge's clock (less the calibrated cost of such a request), and the library runs the same
+        sets the same way here. Its process keeps every output; afterwards the judge picks
+        ``STREAM_CHECKS`` of them at random and compares them with the library's on the same inputs,
+        so a stream that skips work is a ``recheck_mismatch``. The policy compares the time per call
+        with the candidate's claim (``Policy.stream_factor``)."""
+        remote, claim, like = self.remote, timing.candidate.median_ms, self._like
+        in_bytes = sum(t.numel() * t.element_size() for t in self._sets[0] if isinstance(t, torch.Tensor))
+        if self.footprint > self.opts.keep_alive_bytes:  # the memory budget: the timing sets go first
+            self._done_with(*[x for s in self._sets for x in s])
+            self._sets = None
+            self._free_cache()
+        per_call = max(1, in_bytes + like.numel() * like.element_size())
+        calls = min(STREAM_MAX_CALLS, math.ceil(STREAM_TARGET_MS / max(claim, 1e-4)),
+                    max(STREAM_MEMORY_BYTES, 2 * self.footprint) // per_call)
+        calls = max(STREAM_MIN_CALLS, calls)
+        picked = sorted(random.SystemRandom().sample(range(calls), min(calls, STREAM_CHECKS)))
+        expected, given = {}, []
+        for i in range(calls):
+            fresh = self.inputs("normal")
+            if i in picked:
+                expected[i], _, _ = self.expected(fresh, fp64=False)
+            given.append(self.shared(fresh))
+            del fresh
+        deadline = self.call_deadline_s + calls * claim * RUN_DEADLINE_FACTOR / 1e3
+        remote.ask({"type": "stream_open", "calls": [[remote.arg(x) for x in g] for g in given]}, "timing",
+                   deadline_s=deadline)
+        self._stream_reply(remote.ask({"type": "stream"}, "timing", deadline_s=deadline))  # warm: mappings, caches
+        cpu_before = self.link.cpu_seconds()
+        _sync()
+        began = time.perf_counter()
+        reply = remote.ask({"type": "stream", "slot": STREAM_SLOT}, "timing", deadline_s=deadline)
+        wall_ms = (time.perf_counter() - began) * 1e3
+        cpu_ms = (self.link.cpu_seconds() - cpu_before) * 1e3
+        self._stream_reply(reply)
+        with torch.no_grad():
+            for g in given:  # the library, the same way: warm, then timed
+                self.problem.reference(*g)
+            _sync()
+            began = time.perf_counter()
+            for g in given:
+                self.problem.reference(*g)
+            _sync()
+            library_ms = (time.perf_counter() - began) * 1e3
+        for i in picked:
+            out = remote.recopy(STREAM_SLOT + i, like, f"after the stream (call {i + 1} of {calls})", stage="timing")
+            result = check_trial_output("stream", out, expected[i], None, self._recheck_tol)
+            if not result.passed:
+                raise self.fail(Reason.recheck_mismatch, f"call {i + 1} of {calls} made back to back under the "
+                                f"judge's clock, against the library's output on its inputs: {result.message}", "timing")
+            remote.release([out])
+        remote.ask({"type": "stream_close", "slot": STREAM_SLOT}, "timing", deadline_s=deadline)
+        remote.check("after the stream", "timing")
+        remote.release([x for g in given for x in g])
+        self._sets = self._sets or given[:STREAM_CHECKS]  # the library alone runs on these next
+        timing.stream_calls = calls
+        timing.stream_ms = round(max(0.0, wall_ms - self.stream_overhead_ms) / calls, 6)
+        timing.stream_cpu_ms = round(cpu_ms / calls, 6)
+        timing.library_stream_ms = round(library_ms / calls, 6)
+        timing.stream_overhead_ms = round(self.stream_overhead_ms, 4)
+
+    def _stream_reply(self, reply: CallReply) -> None:
+        for found in (reply.violation, reply.error):
+            if found is not None:
+                raise self.fail(Reason(found.reason), f"in the judge-clocked stream: {found.message}", "timing")
 
     # --- end -------------------------------------------------------------------------------------
 
@@ -817,14 +921,14 @@ class Remote:
         if reply.violation is not None:
             raise self.screen.fail(Reason(reply.violation.reason), reply.violation.message, stage)
 
-    def recopy(self, slot: int, like: torch.Tensor, when: str) -> torch.Tensor:
+    def recopy(self, slot: int, like: torch.Tensor, when: str, stage: str = "probes") -> torch.Tensor:
         """Copy out an output the candidate's process kept, again."""
         out = self.slot(like)
-        reply = self.ask({"type": "recopy", "slot": slot, "out": self.arg(out)["ref"], "when": when}, "probes",
+        reply = self.ask({"type": "recopy", "slot": slot, "out": self.arg(out)["ref"], "when": when}, stage,
                          deadline_s=self.screen.call_deadline_s)
         for found in (reply.violation, reply.error):
             if found is not None:
-                raise self.screen.fail(Reason(found.reason), found.message, "probes")
+                raise self.screen.fail(Reason(found.reason), found.message, stage)
         return out
 
     def slot(self, like: torch.Tensor) -> torch.Tensor:
