@@ -62,6 +62,16 @@ def main(argv: list[str] | None = None) -> int:
                        window_ms=getattr(t, "launch_window_ms", None), reps=c.reps,
                        resolution_ms=getattr(t, "wall_resolution_ms", None),
                        candidate_cpu_ms=getattr(t, "candidate_cpu_ms", None))
+            if getattr(t, "stream_ms", None) is not None:  # the judge's clock over a stream of calls
+                from kernelgate.policy import DEFAULT_POLICY, StreamClock
+
+                clock = StreamClock(calls=t.stream_calls, candidate_ms=t.stream_ms, candidate_cpu_ms=t.stream_cpu_ms or 0.0,
+                                    library_ms=t.library_stream_ms, library_event_ms=t.library.median_ms)
+                explained = clock.explained_ms(c.median_ms, DEFAULT_POLICY)
+                row.update(stream_calls=t.stream_calls, stream_ms=t.stream_ms, stream_cpu_ms=t.stream_cpu_ms,
+                           library_stream_ms=t.library_stream_ms, stream_overhead_ms=t.stream_overhead_ms,
+                           stream_explained_ms=round(explained, 6),
+                           stream_over_explained=round(t.stream_ms / explained, 4) if explained > 0 else None)
         if getattr(verdict, "memory", None) is not None:
             row["memory"] = verdict.memory.model_dump()
         row["seconds_excluding_compile"] = round(seconds - float(verdict.seconds.get("compile", 0.0)), 3)
@@ -69,7 +79,9 @@ def main(argv: list[str] | None = None) -> int:
         _write(args.out, argv, rows)
         print(json.dumps({k: row.get(k) for k in ("name", "status", "reason", "seconds", "event_median_ms",
                                                   "judge_wall_median_ms", "runner_median_ms", "overhead_ms", "unexplained_ms",
-                                                  "library_median_ms", "library_alone_ms")}), flush=True)
+                                                  "library_median_ms", "library_alone_ms", "stream_calls", "stream_ms",
+                                                  "stream_cpu_ms", "library_stream_ms", "stream_over_explained")}),
+              flush=True)
         if row["message"]:
             print("   ", row["message"][:300], flush=True)
     _write(args.out, argv, rows)
@@ -84,7 +96,9 @@ def _write(out: Path, argv: list[str] | None, rows: list[dict]) -> None:
               "unexplained_ms": {"median": statistics.median(unexplained), "max": max(unexplained),
                                  "min": min(unexplained)} if unexplained else None,
               "seconds_per_screen_excluding_compile_median": statistics.median(seconds) if seconds else None,
-              "rejected": [r["name"] for r in rows if r["status"] == "reject"]}
+              "rejected": [r["name"] for r in rows if r["status"] == "reject"],
+              "stream_over_explained_max": max((r["stream_over_explained"] for r in rows
+                                                if r.get("stream_over_explained") is not None), default=None)}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=1))
 

@@ -93,7 +93,9 @@ def main(argv: list[str] | None = None) -> int:
                                         "judge_wall_median_ms": t.candidate.wall_median_ms,
                                         "overhead_ms": t.launch_overhead_ms, "resolution_ms": t.wall_resolution_ms,
                                         "library_median_ms": t.library.median_ms,
-                                        "library_alone_ms": t.library_alone_median_ms}
+                                        "library_alone_ms": t.library_alone_median_ms,
+                                        **{k: getattr(t, k, None) for k in ("stream_calls", "stream_ms", "stream_cpu_ms",
+                                                                            "library_stream_ms", "stream_overhead_ms")}}
             except Exception as exc:  # screen must not raise on a bad candidate: record it
                 record.update(status="error", reason=type(exc).__name__, message=str(exc)[:600], caught=False)
             record["seconds"] = round(time.perf_counter() - t0, 2)
