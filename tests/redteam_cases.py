@@ -66,6 +66,15 @@ CASES: list[tuple[str, str, Problem, str, bool]] = [
     ("c5_slow_library.py", "5", ROWSUM, "kernel", True),
     ("c5_l2_prefetch.py", "5", ROWSUM, "kernel", True),
     ("c5_zero_event_ms.py", "5", ROWSUM, "kernel", True),
+    # against the judge's clock over a stream of calls (3fa5eb6): timing lies that dodge or fool it
+    ("c6_stream_lazy_recopy.py", "1", ROWSUM, "kernel", True),
+    ("c6_stream_unsynced.py", "1", ROWSUM, "kernel", True),
+    ("c6_stream_moderate_forgery.py", "1", ROWSUM, "kernel", True),
+    ("c6_stream_library_in_stream.py", "3", ROWSUM, "kernel", True),
+    ("c6_stream_cpu_excuse.py", "5", ROWSUM, "kernel", True),
+    ("c6_stream_warm_cache.py", "5", ROWSUM, "kernel", True),
+    ("c6_stream_open_precompute.py", "5", ROWSUM, "kernel", True),
+    ("c6_stream_library_slowdown.py", "5", ROWSUM, "kernel", True),
     # other: floods and forged replies aimed at the judge
     ("o_reply_flood.py", "other", ROWSUM, "kernel", False),
     ("o_reply_desync.py", "other", ROWSUM, "kernel", False),
