@@ -81,6 +81,14 @@ CASES: list[tuple[str, str, Problem, str, bool]] = [
 ]
 
 NOTES: dict[str, str] = {
+    'c6_stream_lazy_recopy.py': 'GPU: written against the judge-clocked stream, which is opt-in (ScreenOptions.stream_check) since it rejected honest kernels on the H200; not yet run there',
+    'c6_stream_unsynced.py': 'GPU: written against the judge-clocked stream, which is opt-in (ScreenOptions.stream_check) since it rejected honest kernels on the H200; not yet run there',
+    'c6_stream_moderate_forgery.py': 'GPU: written against the judge-clocked stream, which is opt-in (ScreenOptions.stream_check) since it rejected honest kernels on the H200; not yet run there',
+    'c6_stream_library_in_stream.py': 'GPU: written against the judge-clocked stream, which is opt-in (ScreenOptions.stream_check) since it rejected honest kernels on the H200; not yet run there',
+    'c6_stream_cpu_excuse.py': 'GPU: written against the judge-clocked stream, which is opt-in (ScreenOptions.stream_check) since it rejected honest kernels on the H200; not yet run there',
+    'c6_stream_warm_cache.py': 'GPU: written against the judge-clocked stream, which is opt-in (ScreenOptions.stream_check) since it rejected honest kernels on the H200; not yet run there',
+    'c6_stream_open_precompute.py': 'GPU: written against the judge-clocked stream, which is opt-in (ScreenOptions.stream_check) since it rejected honest kernels on the H200; not yet run there',
+    'c6_stream_library_slowdown.py': 'GPU: written against the judge-clocked stream, which is opt-in (ScreenOptions.stream_check) since it rejected honest kernels on the H200; not yet run there',
     'c1_runner_check_silenced.py': 'CPU: untimed (got through): Runner._check patched on __main__; thread + torch unseen',
     'c1_guard_violations_cleared.py': 'CPU: repair (got through): guard.violations.clear() after a torch thread',
     'c1_oprecorder_blinded.py': 'CPU: repair (got through): OpRecorder.__enter__/__exit__ patched; full x.sum(1)',

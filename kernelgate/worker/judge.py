@@ -133,7 +133,11 @@ def main() -> None:
     try:
         measurement = evaluate(job, Path(workdir), emit, candidate, wait_for_go=sys.stdin.readline)
     except ProblemError as exc:
-        send({"type": "problem_error", "message": str(exc)})
+        if "out of memory" in str(exc).lower() and torch.cuda.is_available():
+            # the judge's own memory beside other jobs, not the problem's fault: the pool runs it again alone
+            send({"type": "judge_error", "message": f"the judge ran out of GPU memory: {exc}"})
+        else:
+            send({"type": "problem_error", "message": str(exc)})
     except Exception as exc:  # the judge's own fault: the supervisor raises WorkerError, the candidate is not blamed
         import traceback
 

@@ -266,9 +266,11 @@ _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def group_cpu_seconds(pgid: int) -> float:
-    """utime + stime + cutime + cstime of every process in process group ``pgid``, in seconds
-    (``/proc/PID/stat``, clock ticks: 10 ms each on Linux, so a caller sums over many calls)."""
-    total = 0
+    """CPU time of every process in process group ``pgid``, in seconds: per process the larger of
+    its live threads' time from ``/proc/PID/task/TID/schedstat`` (nanoseconds: a short stream of
+    calls is measurable) and its ``utime + stime`` from ``/proc/PID/stat`` (10 ms ticks, but
+    exited threads included), plus its reaped children's (``cutime + cstime``)."""
+    total = 0.0
     try:
         names = os.listdir("/proc")
     except OSError:
@@ -282,9 +284,28 @@ def group_cpu_seconds(pgid: int) -> float:
         except OSError:
             continue
         fields = text[text.rfind(b")") + 2:].split()  # fields from the state on: the name may hold spaces
-        if len(fields) > 14 and int(fields[2]) == pgid:  # pgrp; utime, stime, cutime, cstime follow
-            total += int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])
-    return total / _TICKS
+        if len(fields) <= 14 or int(fields[2]) != pgid:  # pgrp; utime, stime, cutime, cstime follow
+            continue
+        total += (int(fields[13]) + int(fields[14])) / _TICKS
+        ticks = (int(fields[11]) + int(fields[12])) / _TICKS  # exited threads included, coarse
+        total += max(ticks, _threads_cpu_seconds(name) or 0.0)  # live threads, to the nanosecond
+    return total
+
+
+def _threads_cpu_seconds(pid: str) -> float | None:
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    ns = 0
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as handle:
+                ns += int(handle.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            if tid == pid:
+                return None
+    return ns / 1e9
 
 
 def _die_with_parent() -> None:

@@ -322,7 +322,8 @@ class Screen:
         self.calibration_cpu_ms = (self.link.cpu_seconds() - cpu_before) * 1e3 / (CALIBRATION_CALLS * len(SPLIT_WINDOWS_MS))
         deviations.sort()
         self.resolution_ms = deviations[int(0.8 * (len(deviations) - 1))]  # 80th percentile of |t - median|
-        self.stream_overhead_ms = self._stream_calibration(given)
+        if self.opts.stream_check:
+            self.stream_overhead_ms = self._stream_calibration(given)
         self.remote.release([*given, slot])
 
     def _stream_calibration(self, given: list) -> float:
@@ -644,7 +645,8 @@ class Screen:
             floor = roofline.t_floor_ms(cost.flops, cost.bytes_compulsory, peaks, cost.peak_mode)
             if roofline.utilization(floor, timing.candidate.median_ms) > self.opts.physics_limit:
                 timing = self._timed(rounds=2)  # believe an impossible time only after a second timing
-        self._stream(timing)
+        if self.opts.stream_check:
+            self._stream(timing)
         self.link.kill()  # gone: nothing of the candidate's can still run on the GPU
         self._host_work(timing)
         alone = time_library_alone(self.problem.reference, self._sets, reps=max(5, min(10, timing.library.reps)),
