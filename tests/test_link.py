@@ -143,11 +143,11 @@ class ModelNew(torch.nn.Module):
 '''
 
 
-def test_a_stream_runs_every_call_keeps_every_output_and_drops_them_on_close(process, tmp_path):
-    """The judge-clocked stream's candidate side: ``stream_open`` maps one input list per call,
-    ``stream`` runs them back to back and keeps each output under ``slot + i`` (the judge picks which
-    to copy out only afterwards, with ``recopy``), ``stream_close`` drops them; a call that raises
-    makes the stream's reply an error."""
+def test_a_stream_runs_every_call_into_the_judges_slots(process, tmp_path):
+    """The judge-clocked stream's candidate side: ``stream_open`` maps one input list and one output
+    slot per call, ``stream`` runs the calls back to back and copies each output into its slot (the
+    judge reads the slots itself), ``stream_close`` drops them; a call that raises makes the
+    stream's reply an error."""
     import torch
 
     from kernelgate.worker.protocol import SharedSpace
@@ -160,20 +160,14 @@ def test_a_stream_runs_every_call_keeps_every_output_and_drops_them_on_close(pro
                          deadline_s=120)
     assert loaded.error is None and loaded.violation is None, loaded
     inputs = [space.copy_of(torch.randn(8, 16)) for _ in range(3)]
-    calls = [[{"ref": space.ref(x).model_dump(mode="json")}] for x in inputs]
-    assert process.ask({"type": "stream_open", "calls": calls}, deadline_s=60).error is None
-    assert process.ask({"type": "stream", "slot": 1000}, deadline_s=60).error is None
-    for i in (2, 0):
-        out = space.empty((8, 16), torch.float32)
-        reply = process.ask({"type": "recopy", "slot": 1000 + i, "out": space.ref(out).model_dump(mode="json")},
-                            deadline_s=60)
-        assert reply.error is None and reply.copied
-        assert torch.equal(out, inputs[i] * 2)
-    process.ask({"type": "stream_close", "slot": 1000}, deadline_s=60)
-    out = space.empty((8, 16), torch.float32)
-    gone = process.ask({"type": "recopy", "slot": 1001, "out": space.ref(out).model_dump(mode="json")}, deadline_s=60)
-    assert gone.error is not None and "no output kept" in gone.error.message
+    slots = [space.empty((8, 16), torch.float32).fill_(float("nan")) for _ in range(3)]
+    request = {"type": "stream_open", "calls": [[{"ref": space.ref(x).model_dump(mode="json")}] for x in inputs],
+               "outs": [space.ref(slot).model_dump(mode="json") for slot in slots]}
+    assert process.ask(request, deadline_s=60).error is None
+    assert process.ask({"type": "stream"}, deadline_s=60).error is None
+    for x, slot in zip(inputs, slots):
+        assert torch.equal(slot, x * 2)
     inputs[1][0, 0] = 12345.0
-    assert process.ask({"type": "stream_open", "calls": calls}, deadline_s=60).error is None
-    failed = process.ask({"type": "stream", "slot": 1000}, deadline_s=60)
+    failed = process.ask({"type": "stream"}, deadline_s=60)
     assert failed.error is not None and "a bad row" in failed.error.message, failed
+    assert process.ask({"type": "stream_close"}, deadline_s=60).error is None

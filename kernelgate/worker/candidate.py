@@ -148,6 +148,7 @@ class Runner:
         self.opened: dict[str, object] = {}
         self.kept: dict[int, object] = {}
         self.stream_inputs: list[list] = []
+        self.stream_outs: list = []
 
     # --- requests ----------------------------------------------------------------------------
 
@@ -282,37 +283,33 @@ class Runner:
         return out
 
     def stream_open(self, req: dict) -> dict:
-        """Map the inputs of a judge-clocked stream, one list per call (untimed)."""
+        """Map the inputs and output slots of a judge-clocked stream, one per call (untimed)."""
         self.stream_inputs = [[self._arg(a) for a in call] for call in req["calls"]]
+        self.stream_outs = [open_ref_cached(self, ref) for ref in req["outs"]]
         return {"type": "call"}
 
     def stream(self, req: dict) -> dict:
-        """Every call of the stream back to back and one sync at the end: the judge's clock is around
-        this request. With ``keep`` the outputs stay (slots ``slot + i``) for the judge to pick some
-        to copy out afterwards (``recopy``): which ones, this process is not told until then."""
+        """Every call of the stream back to back, each output copied into its slot, one sync at the
+        end: the judge's clock is around this request, and it reads the slots itself afterwards."""
         torch = self.torch
         fn = self.fn if self.fn is not None else (lambda *args: None)  # a calibration stream: the harness alone
         reply: dict = {"type": "call"}
-        outputs = []
         try:
             with torch.no_grad():
-                for inputs in self.stream_inputs:
-                    outputs.append(fn(*inputs))
+                for inputs, slot in zip(self.stream_inputs, self.stream_outs):
+                    out = fn(*inputs)
+                    if type(out) is torch.Tensor and out.shape == slot.shape and out.dtype == slot.dtype:
+                        slot.copy_(out)  # anything else leaves the slot as the judge filled it
+                    del out
             _sync(torch)
         except Exception as exc:
             failure = self._failure(exc)
             reply["error"] = {"reason": failure.reason, "message": failure.message}
-            return reply
-        if req.get("slot") is not None:
-            for i, out in enumerate(outputs):
-                self.kept[req["slot"] + i] = out
         return reply
 
     def stream_close(self, req: dict) -> dict:
-        """Drop the stream's inputs and the outputs it kept."""
-        for i in range(len(self.stream_inputs)):
-            self.kept.pop(req["slot"] + i, None)
-        self.stream_inputs = []
+        """Drop the stream's inputs and slots."""
+        self.stream_inputs, self.stream_outs = [], []
         return {"type": "call"}
 
     def _profile(self, inputs: list):

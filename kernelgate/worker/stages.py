@@ -78,12 +78,10 @@ STREAM_TARGET_MS = 10.0
 claimed time back to back, so that the round trip's spread is small beside the stream..."""
 STREAM_MIN_CALLS, STREAM_MAX_CALLS = 2, 200
 STREAM_MEMORY_BYTES = 2 << 30
-"""...within this much memory for the stream's input sets and kept outputs, or twice the footprint
+"""...within this much memory for the stream's input sets and output slots, or twice the footprint
 when that is larger (a large problem gets a short stream of long calls)."""
 STREAM_CHECKS = 4
 """Outputs of the stream the judge picks, after it ran, and compares with the library's."""
-STREAM_SLOT = 1 << 20
-"""Where the candidate's process keeps the stream's outputs (``kept`` slots ``STREAM_SLOT + i``)."""
 STREAM_CALIBRATION_CALLS = 32
 HOST_CPU_FLOOR_MS = 5.0
 """A timed call may use this much CPU in the candidate's process group beyond the harness's own
@@ -164,6 +162,7 @@ class Screen:
         self.timed_cpu_s = 0.0
         self.resolution_ms: float | None = None
         self.stream_overhead_ms = 0.0
+        self._stream_sets = None
         """The harness's own cost of a stream request (calibration: a stream of calls without forward)."""
         self.remote = Remote(self)
         self._clock = self._part = time.perf_counter()
@@ -323,21 +322,21 @@ class Screen:
         deviations.sort()
         self.resolution_ms = deviations[int(0.8 * (len(deviations) - 1))]  # 80th percentile of |t - median|
         if self.opts.stream_check:
-            self.stream_overhead_ms = self._stream_calibration(given)
+            self.stream_overhead_ms = self._stream_calibration(given, slot)
         self.remote.release([*given, slot])
 
-    def _stream_calibration(self, given: list) -> float:
+    def _stream_calibration(self, given: list, slot) -> float:
         """The median wall time of a stream of calls that run nothing: the pipe, the loop, the sync."""
         remote, deadline = self.remote, self.opts.run_timeout_s
-        remote.ask({"type": "stream_open", "calls": [[remote.arg(x) for x in given]] * STREAM_CALIBRATION_CALLS},
-                   "load", deadline_s=deadline)
+        remote.ask({"type": "stream_open", "calls": [[remote.arg(x) for x in given]] * STREAM_CALIBRATION_CALLS,
+                    "outs": [remote.arg(slot)["ref"]] * STREAM_CALIBRATION_CALLS}, "load", deadline_s=deadline)
         walls = []
         for _ in range(6):
             _sync()
             began = time.perf_counter()
             remote.ask({"type": "stream"}, "load", deadline_s=deadline)
             walls.append((time.perf_counter() - began) * 1e3)
-        remote.ask({"type": "stream_close", "slot": STREAM_SLOT}, "load", deadline_s=deadline)
+        remote.ask({"type": "stream_close"}, "load", deadline_s=deadline)
         return statistics.median(walls[1:])
 
     # --- numerics --------------------------------------------------------------------------------
@@ -648,6 +647,8 @@ class Screen:
         if self.opts.stream_check:
             self._stream(timing)
         self.link.kill()  # gone: nothing of the candidate's can still run on the GPU
+        if self._stream_sets is not None:
+            self._library_stream(timing)
         self._host_work(timing)
         alone = time_library_alone(self.problem.reference, self._sets, reps=max(5, min(10, timing.library.reps)),
                                    launch_window_ms=timing.launch_window_ms)
@@ -765,66 +766,86 @@ class Screen:
 
         A single timed call's round trip has a spread of a fraction of a millisecond, so work hidden
         outside the candidate's events in a short call goes unseen there. Here the candidate's process
-        runs ``calls`` forward calls on distinct fresh input sets with one sync at the end, under the
-        judge's clock (less the calibrated cost of such a request), and the library runs the same
-        sets the same way here. Its process keeps every output; afterwards the judge picks
-        ``STREAM_CHECKS`` of them at random and compares them with the library's on the same inputs,
-        so a stream that skips work is a ``recheck_mismatch``. The policy compares the time per call
-        with the candidate's claim (``Policy.stream_factor``)."""
+        runs ``calls`` forward calls on distinct input sets, each output copied into a slot the judge
+        owns, with one sync at the end: a warm-up stream, then fresh values in every set and NaN in
+        every slot, then the timed stream. The judge's clock runs from the request until every slot
+        holds a value (it polls them: work left queued after the reply still counts), less the
+        calibrated cost of such a request. The judge then compares ``STREAM_CHECKS`` slots it picked
+        (the candidate's process is never told which) with the library's outputs, and after the
+        candidate's process is gone times the library over the same sets the same way
+        (``_library_stream``). The policy compares the time per call with the claim
+        (``Policy.stream_factor``)."""
         remote, claim, like = self.remote, timing.candidate.median_ms, self._like
         in_bytes = sum(t.numel() * t.element_size() for t in self._sets[0] if isinstance(t, torch.Tensor))
         if self.footprint > self.opts.keep_alive_bytes:  # the memory budget: the timing sets go first
             self._done_with(*[x for s in self._sets for x in s])
             self._sets = None
             self._free_cache()
-        per_call = max(1, in_bytes + like.numel() * like.element_size())
+        per_call = max(1, in_bytes + 2 * like.numel() * like.element_size())
         calls = min(STREAM_MAX_CALLS, math.ceil(STREAM_TARGET_MS / max(claim, 1e-4)),
                     max(STREAM_MEMORY_BYTES, 2 * self.footprint) // per_call)
         calls = max(STREAM_MIN_CALLS, calls)
         picked = sorted(random.SystemRandom().sample(range(calls), min(calls, STREAM_CHECKS)))
-        expected, given = {}, []
-        for i in range(calls):
-            fresh = self.inputs("normal")
-            if i in picked:
-                expected[i], _, _ = self.expected(fresh, fp64=False)
-            given.append(self.shared(fresh))
-            del fresh
+        given = [self.shared(self.inputs("normal")) for _ in range(calls)]
+        slots = [remote.slot(like) for _ in range(calls)]
         deadline = self.call_deadline_s + calls * claim * RUN_DEADLINE_FACTOR / 1e3
-        remote.ask({"type": "stream_open", "calls": [[remote.arg(x) for x in g] for g in given]}, "timing",
-                   deadline_s=deadline)
+        remote.ask({"type": "stream_open", "calls": [[remote.arg(x) for x in g] for g in given],
+                    "outs": [remote.arg(slot)["ref"] for slot in slots]}, "timing", deadline_s=deadline)
         self._stream_reply(remote.ask({"type": "stream"}, "timing", deadline_s=deadline))  # warm: mappings, caches
+        expected = {}
+        with torch.no_grad():  # new values at the same addresses: nothing from the warm-up is reusable
+            for i, g in enumerate(given):
+                fresh = self.inputs("normal")
+                for target, value in zip(g, fresh):
+                    if isinstance(target, torch.Tensor):
+                        target.copy_(value)
+                if i in picked:
+                    expected[i], _, _ = self.expected(fresh, fp64=False)
+                del fresh
+            for slot in slots:
+                slot.fill_(float("nan") if like.is_floating_point() else -1)
+        poll = like.is_floating_point() and not any(bool(torch.isnan(e).any()) for e in expected.values())
         cpu_before = self.link.cpu_seconds()
         _sync()
         began = time.perf_counter()
-        reply = remote.ask({"type": "stream", "slot": STREAM_SLOT}, "timing", deadline_s=deadline)
+        reply = remote.ask({"type": "stream"}, "timing", deadline_s=deadline)
+        while poll and time.perf_counter() - began < deadline:  # until every slot holds a value
+            if not any(bool(torch.isnan(slot).any()) for slot in slots):
+                break
+            time.sleep(50e-6)
         wall_ms = (time.perf_counter() - began) * 1e3
         cpu_ms = (self.link.cpu_seconds() - cpu_before) * 1e3
         self._stream_reply(reply)
-        with torch.no_grad():
-            for g in given:  # the library, the same way: warm, then timed
-                self.problem.reference(*g)
-            _sync()
-            began = time.perf_counter()
-            for g in given:
-                self.problem.reference(*g)
-            _sync()
-            library_ms = (time.perf_counter() - began) * 1e3
+        _sync()
         for i in picked:
-            out = remote.recopy(STREAM_SLOT + i, like, f"after the stream (call {i + 1} of {calls})", stage="timing")
-            result = check_trial_output("stream", out, expected[i], None, self._recheck_tol)
+            result = check_trial_output("stream", slots[i], expected[i], None, self._recheck_tol)
             if not result.passed:
                 raise self.fail(Reason.recheck_mismatch, f"call {i + 1} of {calls} made back to back under the "
                                 f"judge's clock, against the library's output on its inputs: {result.message}", "timing")
-            remote.release([out])
-        remote.ask({"type": "stream_close", "slot": STREAM_SLOT}, "timing", deadline_s=deadline)
+        remote.ask({"type": "stream_close"}, "timing", deadline_s=deadline)
         remote.check("after the stream", "timing")
-        remote.release([x for g in given for x in g])
-        self._sets = self._sets or given[:STREAM_CHECKS]  # the library alone runs on these next
+        remote.release([x for g in given for x in g] + slots)
+        self._stream_sets = (given, slots)  # the library's stream, once the candidate's process is gone
+        self._sets = self._sets or given[:STREAM_CHECKS]  # the library alone runs on these too
         timing.stream_calls = calls
         timing.stream_ms = round(max(0.0, wall_ms - self.stream_overhead_ms) / calls, 6)
         timing.stream_cpu_ms = round(cpu_ms / calls, 6)
-        timing.library_stream_ms = round(library_ms / calls, 6)
         timing.stream_overhead_ms = round(self.stream_overhead_ms, 4)
+
+    def _library_stream(self, timing) -> None:
+        """The library over the stream's sets the same way (each output copied into its slot), alone
+        on the device: warm, then timed."""
+        given, slots = self._stream_sets
+        self._stream_sets = None
+        with torch.no_grad():
+            for _ in range(2):
+                _sync()
+                began = time.perf_counter()
+                for g, slot in zip(given, slots):
+                    slot.copy_(self.problem.reference(*g))
+                _sync()
+            library_ms = (time.perf_counter() - began) * 1e3
+        timing.library_stream_ms = round(library_ms / len(given), 6)
 
     def _stream_reply(self, reply: CallReply) -> None:
         for found in (reply.violation, reply.error):
