@@ -22,9 +22,9 @@ The checks, stage by stage:
   addresses), the library timed here on them, the candidate timed by its own events and by the
   judge's clock around the round trip; every repetition's output compared with the library's,
   its inputs with their pristine copies, its launches with a settled call's; the candidate's
-  process stopped whenever it is not asked to run; then a stream of calls back to back on distinct
-  fresh inputs under the judge's clock, with outputs the judge picks afterwards compared
-  (``Screen._stream``: sub-millisecond time the events do not show); afterwards the library timed
+  process stopped whenever it is not asked to run; with ``ScreenOptions.stream_check``, a stream of
+  calls back to back on distinct fresh inputs under the judge's clock, outputs it picks afterwards
+  compared (``Screen._stream``: sub-millisecond time the events do not show); afterwards the library timed
   again with the candidate's process gone, to see whether it was slowed (``timing_interference``).
 
 The input seed is a local of the stage object and never crosses to the candidate.
@@ -162,8 +162,8 @@ class Screen:
         self.timed_cpu_s = 0.0
         self.resolution_ms: float | None = None
         self.stream_overhead_ms = 0.0
-        self._stream_sets = None
         """The harness's own cost of a stream request (calibration: a stream of calls without forward)."""
+        self._stream_sets = None
         self.remote = Remote(self)
         self._clock = self._part = time.perf_counter()
 
@@ -787,7 +787,8 @@ class Screen:
         calls = max(STREAM_MIN_CALLS, calls)
         picked = sorted(random.SystemRandom().sample(range(calls), min(calls, STREAM_CHECKS)))
         given = [self.shared(self.inputs("normal")) for _ in range(calls)]
-        slots = [remote.slot(like) for _ in range(calls)]
+        block = self.space.empty((calls, *like.shape), like.dtype)  # one block: one kernel polls every slot
+        slots = list(block.unbind(0))
         deadline = self.call_deadline_s + calls * claim * RUN_DEADLINE_FACTOR / 1e3
         remote.ask({"type": "stream_open", "calls": [[remote.arg(x) for x in g] for g in given],
                     "outs": [remote.arg(slot)["ref"] for slot in slots]}, "timing", deadline_s=deadline)
@@ -802,15 +803,14 @@ class Screen:
                 if i in picked:
                     expected[i], _, _ = self.expected(fresh, fp64=False)
                 del fresh
-            for slot in slots:
-                slot.fill_(float("nan") if like.is_floating_point() else -1)
+            block.fill_(float("nan") if like.is_floating_point() else -1)
         poll = like.is_floating_point() and not any(bool(torch.isnan(e).any()) for e in expected.values())
         cpu_before = self.link.cpu_seconds()
         _sync()
         began = time.perf_counter()
         reply = remote.ask({"type": "stream"}, "timing", deadline_s=deadline)
         while poll and time.perf_counter() - began < deadline:  # until every slot holds a value
-            if not any(bool(torch.isnan(slot).any()) for slot in slots):
+            if not bool(torch.isnan(block).any()):
                 break
             time.sleep(50e-6)
         wall_ms = (time.perf_counter() - began) * 1e3
@@ -825,6 +825,7 @@ class Screen:
         remote.ask({"type": "stream_close"}, "timing", deadline_s=deadline)
         remote.check("after the stream", "timing")
         remote.release([x for g in given for x in g] + slots)
+        del block
         self._stream_sets = (given, slots)  # the library's stream, once the candidate's process is gone
         self._sets = self._sets or given[:STREAM_CHECKS]  # the library alone runs on these too
         timing.stream_calls = calls
