@@ -62,11 +62,10 @@ def main(argv: list[str] | None = None) -> int:
                        window_ms=getattr(t, "launch_window_ms", None), reps=c.reps,
                        resolution_ms=getattr(t, "wall_resolution_ms", None),
                        candidate_cpu_ms=getattr(t, "candidate_cpu_ms", None))
-            if getattr(t, "stream_ms", None) is not None:  # the judge's clock over a stream of calls
-                from kernelgate.policy import DEFAULT_POLICY, StreamClock
+            clock = _stream_clock(t)
+            if clock is not None:  # the judge's clock over a stream of calls
+                from kernelgate.policy import DEFAULT_POLICY
 
-                clock = StreamClock(calls=t.stream_calls, candidate_ms=t.stream_ms, candidate_cpu_ms=t.stream_cpu_ms or 0.0,
-                                    library_ms=t.library_stream_ms, library_event_ms=t.library.median_ms)
                 explained = clock.explained_ms(c.median_ms, DEFAULT_POLICY)
                 row.update(stream_calls=t.stream_calls, stream_ms=t.stream_ms, stream_cpu_ms=t.stream_cpu_ms,
                            library_stream_ms=t.library_stream_ms, stream_overhead_ms=t.stream_overhead_ms,
@@ -86,6 +85,15 @@ def main(argv: list[str] | None = None) -> int:
             print("   ", row["message"][:300], flush=True)
     _write(args.out, argv, rows)
     return 0
+
+
+def _stream_clock(timing):
+    """The policy's reading of the stream (None from a kernelgate without the stream check)."""
+    try:
+        from kernelgate.policy import StreamClock
+    except ImportError:
+        return None
+    return StreamClock.of(timing)
 
 
 def _write(out: Path, argv: list[str] | None, rows: list[dict]) -> None:

@@ -124,10 +124,7 @@ def _verdict(candidate: Candidate, problem: Problem, dsl: str | None, m: Measure
         if t is not None:
             wall_excess = max(0.0, t.candidate.wall_median_ms - t.launch_overhead_ms)
             resolution = t.wall_resolution_ms or 0.0
-            if t.stream_ms is not None and t.stream_calls and t.library_stream_ms is not None:
-                stream = StreamClock(calls=t.stream_calls, candidate_ms=t.stream_ms,
-                                     candidate_cpu_ms=t.stream_cpu_ms or 0.0, library_ms=t.library_stream_ms,
-                                     library_event_ms=t.library_alone_median_ms or t.library.median_ms)
+            stream = StreamClock.of(t)
         checked = bool(m.numerics and m.numerics.checked)
         decision = decide(metrics, findings, numerics_checked=checked, wall_excess_ms=wall_excess, policy=policy,
                           wall_resolution_ms=resolution, stream=stream)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pydantic import Field, model_validator
 
 from kernelgate._base import Model
-from kernelgate.models import Finding, Metrics, Reason, Status
+from kernelgate.models import Finding, Metrics, Reason, Status, TimingReport
 
 __all__ = ["Policy", "DEFAULT_POLICY", "Decision", "decide"]
 
@@ -97,6 +97,16 @@ class StreamClock:
     candidate_cpu_ms: float
     library_ms: float
     library_event_ms: float
+
+    @classmethod
+    def of(cls, timing: TimingReport) -> StreamClock | None:
+        """The stream's figures in a timing report; None when no stream was run. The library's event
+        time is the one measured alone (after the candidate's process is gone), as its stream was."""
+        t = timing
+        if t.stream_ms is None or not t.stream_calls or t.library_stream_ms is None:
+            return None
+        return cls(calls=t.stream_calls, candidate_ms=t.stream_ms, candidate_cpu_ms=t.stream_cpu_ms or 0.0,
+                   library_ms=t.library_stream_ms, library_event_ms=t.library_alone_median_ms or t.library.median_ms)
 
     def explained_ms(self, event_ms: float, policy: Policy) -> float:
         """What the candidate's claimed event time and its CPU explain of its stream time per call."""
