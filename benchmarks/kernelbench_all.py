@@ -281,13 +281,15 @@ def write_record(record: dict[str, Any], path: Path) -> None:
 
 
 def plan(entries: list[Entry], record: dict[str, Any], *, kb_eval: bool, retry_errors: bool = False,
-         limit: int | None = None, shas: dict[str, str] | None = None) -> tuple[list[Entry], list[Entry]]:
+         limit: int | None = None, shas: dict[str, str] | None = None,
+         rescreen: Iterable[str] = ()) -> tuple[list[Entry], list[Entry]]:
     """What is left: (problems for the gate, problems for KernelBench's eval).
 
     A problem is done for the gate once it has a verdict, or an error unless ``retry_errors``.
     KernelBench's eval is due for problems that have a gate record and no eval result yet (a
     timeout counts as a result; an exception or a missing result does not under ``retry_errors``). A record made for another candidate (``shas``: key -> the
     sha256 of this call's candidate) does not count. ``limit`` caps the gate's share of this call.
+    Problems keyed in ``rescreen`` go to the gate again whatever the record holds.
     """
     problems = record["problems"]
     shas = shas or {}
@@ -300,7 +302,7 @@ def plan(entries: list[Entry], record: dict[str, Any], *, kb_eval: bool, retry_e
     gate_todo, kb_todo = [], []
     for entry in entries:
         gate = current((problems.get(entry.key) or {}).get("gate"), entry.key)
-        if gate is None or (gate.get("status") is None and retry_errors):
+        if gate is None or (gate.get("status") is None and retry_errors) or entry.key in rescreen:
             gate_todo.append(entry)
         kb = current((problems.get(entry.key) or {}).get("kernelbench_eval"), entry.key)
         if kb_eval and (kb is None or (retry_errors and not kb.get("finished") and not kb.get("timed_out"))):
@@ -585,6 +587,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--adaptive", action="store_true", help="ScreenOptions(timing_adaptive=True)")
     parser.add_argument("--retry-errors", action="store_true",
                         help="redo problems whose gate faulted, and KernelBench evals that raised or gave no result")
+    parser.add_argument("--rescreen", nargs="+", default=[], metavar="KEY",
+                        help="screen these problems (keys, 1/23) again even if the record has a verdict")
     parser.add_argument("--gate-deadline-s", type=float, help="start no new screen after this many seconds")
     parser.add_argument("--deadline-s", type=float, help="start nothing new after this many seconds")
     parser.add_argument("--kernelbench-eval", action="store_true", help="also run KernelBench's eval_kernel_against_ref")
@@ -623,7 +627,8 @@ def main(argv: list[str] | None = None) -> int:
     folder = args.keep_candidates or Path(tempfile.mkdtemp(prefix="kernelbench_all_"))
     generated = {e.key: generate(e, folder) for e in entries}
     gate_todo, kb_todo = plan(entries, record, kb_eval=args.kernelbench_eval, retry_errors=args.retry_errors,
-                              limit=args.limit, shas={k: g.sha256 for k, g in generated.items()})
+                              limit=args.limit, shas={k: g.sha256 for k, g in generated.items()},
+                              rescreen=set(args.rescreen))
 
     from kernelgate import ScreenOptions
     from kernelgate.many import default_concurrency, visible_devices

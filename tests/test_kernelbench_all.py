@@ -227,6 +227,17 @@ def test_resume_skips_what_is_recorded_and_redoes_a_changed_candidate(first_run,
     assert again["summary"]["gate_errors"] == [] and again["summary"]["by_status"] == {"reject": 4}
 
 
+def test_rescreen_redoes_a_recorded_verdict(first_run, checkout, tmp_path):
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text(json.dumps(first_run[0]))
+    out = tmp_path / "again.json"
+    done = _run("--kernelbench", str(checkout), "--out", str(out), "--resume", str(earlier), "--fake-gate",
+                "--levels", "1", "--rescreen", "1/19")
+    assert "gate: 1 to screen" in done.stdout
+    again = json.loads(out.read_text())
+    assert again["problems"]["1/19"]["gate"]["run"] == 1 and again["problems"]["1/40"]["gate"]["run"] == 0
+
+
 def test_a_lane_that_cannot_start_is_retried_then_recorded(checkout, tmp_path):
     out = tmp_path / "broken.json"
     _run("--kernelbench", str(checkout), "--out", str(out), "--fake-gate", "broken", "--only", "1/19", "2/1")

@@ -22,7 +22,7 @@ The checks, stage by stage:
   addresses), the library timed here on them, the candidate timed by its own events and by the
   judge's clock around the round trip; every repetition's output compared with the library's,
   its inputs with their pristine copies, its launches with a settled call's; the candidate's
-  process stopped whenever it is not asked to run; with ``ScreenOptions.stream_check``, a stream of
+  process stopped whenever it is not asked to run; unless ``ScreenOptions.stream_check`` is off, a stream of
   calls back to back on distinct fresh inputs under the judge's clock, outputs it picks afterwards
   compared (``Screen._stream``: sub-millisecond time the events do not show); afterwards the library timed
   again with the candidate's process gone, to see whether it was slowed (``timing_interference``).
@@ -81,7 +81,8 @@ STREAM_MEMORY_BYTES = 2 << 30
 """...within this much memory for the stream's input sets and output slots, or twice the footprint
 when that is larger (a large problem gets a short stream of long calls)."""
 STREAM_CHECKS = 4
-"""Outputs of the stream the judge picks, after it ran, and compares with the library's."""
+"""Outputs of the stream the judge picks, after it ran, and compares with the library's (one for a
+problem over ``ScreenOptions.keep_alive_bytes``: each expected output is held through the stream)."""
 STREAM_CALIBRATION_CALLS = 32
 HOST_CPU_FLOOR_MS = 5.0
 """A timed call may use this much CPU in the candidate's process group beyond the harness's own
@@ -785,7 +786,8 @@ class Screen:
         calls = min(STREAM_MAX_CALLS, math.ceil(STREAM_TARGET_MS / max(claim, 1e-4)),
                     max(STREAM_MEMORY_BYTES, 2 * self.footprint) // per_call)
         calls = max(STREAM_MIN_CALLS, calls)
-        picked = sorted(random.SystemRandom().sample(range(calls), min(calls, STREAM_CHECKS)))
+        checks = STREAM_CHECKS if self.footprint <= self.opts.keep_alive_bytes else 1  # the memory budget
+        picked = sorted(random.SystemRandom().sample(range(calls), min(calls, checks)))
         given = [self.shared(self.inputs("normal")) for _ in range(calls)]
         block = self.space.empty((calls, *like.shape), like.dtype)  # one block: one kernel polls every slot
         slots = list(block.unbind(0))
@@ -902,6 +904,8 @@ class Remote:
         if self._release_keys:
             request = {**request, "release": self._release_keys}
             self._release_keys = []
+        if screen.cuda:  # the judge's writes to shared blocks (refilled inputs, NaN-filled slots) are
+            torch.cuda.synchronize()  # queued on its own stream, which the other process does not wait for
         try:
             reply = screen.link.ask(request, deadline_s=deadline_s, compile_s=screen.opts.load_timeout_s)
         except Unanswered as exc:

@@ -117,12 +117,12 @@ class ScreenOptions(Model):
     """How long after a call the output is watched for late writes (background work)."""
     recheck_calls: int = Field(default=6, ge=0)
     """Without a GPU (no timing loop): further calls before the last outputs are rechecked."""
-    stream_check: bool = False
+    stream_check: bool = True
     """On a GPU, after timing, run the judge-clocked stream (``Screen._stream``): calls back to back
     under the judge's clock, which ``Policy.stream_factor`` compares with the candidate's claim.
-    Off by default: on the H200 (2026-12-05) it rejected two honest kernels (a Helion softmax whose
-    launch cost more than its kernel, and a LayerNorm whose kept outputs were fresh allocations), so
-    it is evidence to try, not yet a default check."""
+    It is what sees work hidden outside a sub-millisecond call's events (the single timed call's
+    round trip cannot: ``Policy.wall_excess_floor_ms``). False skips it (a cheaper screen that
+    trusts short timings more)."""
     keep_alive_bytes: int = Field(default=256 << 20, ge=0)
     """Problems whose one call's data (inputs, output, parameters) is at most this keep every trial's
     buffers allocated, so each call gets addresses no earlier one had; larger ones free them as soon
