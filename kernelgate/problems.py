@@ -6,7 +6,6 @@ Both problem sources (a ``reference_ops`` entry, a KernelBench-style file) becom
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -40,46 +39,61 @@ _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch
 def draw(shape: tuple[int, ...], dtype: torch.dtype, distribution: str, gen: torch.Generator,
          device: torch.device) -> torch.Tensor:
     """A fresh tensor from one of ``DISTRIBUTIONS`` (never zeros)."""
+    # in place after the draw: a 6.4 GB input takes its own memory, not a temporary beside it
     if distribution == "uniform01":
         x = torch.rand(shape, generator=gen, device=device)
     elif distribution == "normal":
         x = torch.randn(shape, generator=gen, device=device)
     elif distribution == "uniform_signed":
-        x = torch.rand(shape, generator=gen, device=device) * 2 - 1
+        x = torch.rand(shape, generator=gen, device=device).mul_(2).sub_(1)
     elif distribution == "normal_scaled":
-        x = torch.randn(shape, generator=gen, device=device) * 4
+        x = torch.randn(shape, generator=gen, device=device).mul_(4)
     elif distribution == "normal_offset":
-        x = torch.randn(shape, generator=gen, device=device) + 3
+        x = torch.randn(shape, generator=gen, device=device).add_(3)
     elif distribution in ("wide_scale", "large_offset"):
         low, high = WIDE_RANGES.get(dtype, WIDE_RANGES[torch.float32])["scale" if distribution == "wide_scale"
                                                                       else "offset"]
         decade = high - 0.5 * float(torch.rand((), generator=gen, device=device))  # the top half-decade
         x = torch.randn(shape, generator=gen, device=device)
-        x = x * 10.0 ** decade if distribution == "wide_scale" else x + 10.0 ** decade
+        x = x.mul_(10.0 ** decade) if distribution == "wide_scale" else x.add_(10.0 ** decade)
     else:
         raise ValueError(f"unknown distribution {distribution!r}")
     return x.to(dtype)
+
+
+STATE_CHUNK_ELEMENTS = 1 << 24
+"""``randomize_state`` works on a parameter in slices of this many elements: its fp64 statistics and
+noise take a slice's memory (128 MB), not several copies of a 4 GB weight (the memory budget)."""
 
 
 def randomize_state(module: torch.nn.Module, gen: torch.Generator) -> None:
     """Replace every floating parameter and buffer with random values of a similar scale.
 
     Default initializations (LayerNorm's ones and zeros, BatchNorm's unit variance) hide bugs
-    such as a dropped affine term. Variances stay positive.
+    such as a dropped affine term. Variances stay positive. Mean and standard deviation are
+    computed in fp64 over slices, and the new values written slice by slice, in place.
     """
     with torch.no_grad():
         for name, tensor in list(module.named_parameters()) + list(module.named_buffers()):
             if not tensor.is_floating_point() or tensor.numel() == 0:
                 continue
-            ref = tensor.detach().double()
-            std = float(ref.std()) if tensor.numel() > 1 else 0.0
-            mean = float(ref.mean())
+            flat = tensor.detach().view(-1) if tensor.is_contiguous() else None
+            if flat is None:  # rare: whole-tensor work on a copy, written back at once
+                flat = tensor.detach().reshape(-1).clone()
+            slices = [flat[i:i + STATE_CHUNK_ELEMENTS] for i in range(0, flat.numel(), STATE_CHUNK_ELEMENTS)]
+            count = flat.numel()
+            mean = sum(float(piece.double().sum()) for piece in slices) / count
+            squares = sum(float((piece.double() - mean).pow(2).sum()) for piece in slices)
+            std = (squares / (count - 1)) ** 0.5 if count > 1 else 0.0
             std = std if std > 0 else 0.5
-            noise = torch.randn(tensor.shape, generator=gen, device=tensor.device, dtype=torch.float64)
-            value = mean + std * noise
-            if "var" in name.rsplit(".", 1)[-1]:
-                value = value.abs() + 0.5
-            tensor.copy_(value.to(tensor.dtype))
+            variance = "var" in name.rsplit(".", 1)[-1]
+            for piece in slices:
+                value = mean + std * torch.randn(piece.shape, generator=gen, device=piece.device, dtype=torch.float64)
+                if variance:
+                    value = value.abs() + 0.5
+                piece.copy_(value.to(piece.dtype))
+            if not tensor.is_contiguous():
+                tensor.copy_(flat.view(tensor.shape))
 
 
 @dataclass
@@ -112,10 +126,20 @@ class BuiltProblem:
         return self.input_factory(distribution, gen)
 
     def reference_fp64(self) -> Callable[..., torch.Tensor]:
-        """The same reference computed in float64 (a copy: the original keeps its dtype)."""
-        if isinstance(self.reference, torch.nn.Module):
-            return copy.deepcopy(self.reference).double()
-        return self.reference
+        """The same reference computed in float64: the module called with fp64 copies of its floating
+        parameters and buffers in their place (``torch.func.functional_call``; the original keeps
+        its dtype and values), made at each call and freed after it, so the judge never holds the
+        module's fp32 copy beside its fp64 one (the memory budget of a 4 GB weight)."""
+        module = self.reference
+        if not isinstance(module, torch.nn.Module):
+            return module
+
+        def call(*args):
+            state = {name: t.double() if t.is_floating_point() else t
+                     for name, t in [*module.named_parameters(), *module.named_buffers()]}
+            return torch.func.functional_call(module, state, args)
+
+        return call
 
     def cost(self, inputs: list, output: torch.Tensor) -> Cost:
         math_mode = self.catalogue_math_mode or _MODES[self.dtype]
@@ -227,8 +251,10 @@ def _build_kernelbench(spec: Problem, device: torch.device, seed: int) -> BuiltP
         torch.manual_seed(seed)
         init_inputs = list(module.get_init_inputs())
         reference = module.Model(*init_inputs).to(device)
-        with device:  # tensors the file makes land on the device: CPU random draws of large inputs take seconds
-            templates = list(module.get_inputs())
+        templates = _shapes_only(module)  # for their dtypes: no memory where all are floating
+        if templates is None:
+            with device:  # tensors the file makes land on the device: CPU random draws of large inputs take seconds
+                templates = list(module.get_inputs())
     except Exception as exc:
         raise ProblemError(f"problem {spec.name} failed to build: {type(exc).__name__}: {exc}") from exc
     float_templates = [t for t in templates if isinstance(t, torch.Tensor) and t.is_floating_point()]
@@ -239,8 +265,10 @@ def _build_kernelbench(spec: Problem, device: torch.device, seed: int) -> BuiltP
 
     def factory(distribution: str, gen: torch.Generator) -> list:
         torch.manual_seed(int(torch.randint(0, 2**31 - 1, (1,), generator=gen, device=gen.device)))
-        with device:
-            fresh = list(module.get_inputs())  # integer inputs and shapes come from the file itself
+        fresh = _shapes_only(module)  # all floating: shapes are enough, drawn below without the file's own draw
+        if fresh is None:
+            with device:
+                fresh = list(module.get_inputs())  # integer inputs and shapes come from the file itself
         out = []
         for tensor in fresh:
             if isinstance(tensor, torch.Tensor) and tensor.is_floating_point():
@@ -253,6 +281,19 @@ def _build_kernelbench(spec: Problem, device: torch.device, seed: int) -> BuiltP
 
     return BuiltProblem(spec=spec, dtype=dtype, device=device, reference=reference, init_inputs=init_inputs,
                         input_factory=factory, catalogue_cost=None)
+
+
+def _shapes_only(module) -> list | None:
+    """The file's inputs made on the meta device (no memory) when every tensor among them is
+    floating point, else None (integer inputs carry values the file chose: made for real)."""
+    try:
+        with torch.device("meta"):
+            made = list(module.get_inputs())
+    except Exception:  # an op without a meta kernel, a device check: make them for real
+        return None
+    if any(isinstance(t, torch.Tensor) and not t.is_floating_point() for t in made):
+        return None
+    return made
 
 
 def reference_has_other_dtype(module: torch.nn.Module, dtype: torch.dtype) -> bool:

@@ -126,3 +126,23 @@ def test_ptxas_candidates_start_with_tritons_own():
     if own and os.path.isfile(own):
         assert found[0][1] == own
     assert len({release for _, _, release in found}) == len(found)  # one per release
+
+
+def test_randomize_state_in_slices_keeps_scale_and_positive_variances(monkeypatch):
+    import torch
+
+    import kernelgate.problems as problems
+
+    monkeypatch.setattr(problems, "STATE_CHUNK_ELEMENTS", 100)  # many slices per parameter
+    linear, norm = torch.nn.Linear(50, 40), torch.nn.BatchNorm1d(300)
+    before = linear.weight.detach().clone()
+    problems.randomize_state(linear, torch.Generator().manual_seed(0))
+    problems.randomize_state(norm, torch.Generator().manual_seed(0))
+    assert not torch.any(linear.weight == before)
+    assert abs(float(linear.weight.std()) / float(before.std()) - 1) < 0.1  # a similar scale
+    assert float(norm.running_var.min()) >= 0.5 and float(norm.weight.std()) > 0.3  # ones get spread too
+    strided = torch.nn.Linear(8, 6)
+    strided.weight = torch.nn.Parameter(torch.randn(8, 6).t())  # not contiguous: written back whole
+    kept = strided.weight.detach().clone()
+    problems.randomize_state(strided, torch.Generator().manual_seed(0))
+    assert not torch.any(strided.weight == kept)
