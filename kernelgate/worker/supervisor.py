@@ -117,7 +117,7 @@ class ScreenOptions(Model):
     """How long after a call the output is watched for late writes (background work)."""
     recheck_calls: int = Field(default=6, ge=0)
     """Without a GPU (no timing loop): further calls before the last outputs are rechecked."""
-    stream_check: bool = True
+    stream_check: bool = False
     """On a GPU, after timing, run the judge-clocked stream (``Screen._stream``): calls back to back
     under the judge's clock, which ``Policy.stream_factor`` compares with the candidate's claim.
     It is what sees work hidden outside a sub-millisecond call's events (the single timed call's
