@@ -40,7 +40,14 @@ def _environment() -> dict:
             "gpu": cuda, "torch": torch.__version__, "triton": triton.__version__,
             "python": platform.python_version(), "platform": platform.platform(),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "command": " ".join([Path(sys.executable).name] + sys.argv)}
+            "command": " ".join([Path(sys.executable).name] + sys.argv), "commit": _commit()}
+
+
+def _commit() -> str | None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from _record import commit
+
+    return commit()
 
 
 def _good(pool: WorkerPool) -> dict:

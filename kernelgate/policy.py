@@ -45,14 +45,15 @@ class Policy(Model):
     wall_excess_factor: float = Field(default=1.5, gt=1)
     """Reject as unsynchronized work when the judge's clock around a timed call (less the harness's
     own calibrated cost) exceeds this many of the candidate's own event times..."""
-    wall_excess_floor_ms: float = Field(default=1.5, ge=0)
+    wall_excess_floor_ms: float = Field(default=2.5, ge=0)
     """...plus the larger of this and ``wall_resolution_multiple`` times the measured spread of the
     harness's round trip (``TimingReport.wall_resolution_ms``, calibrated before the candidate was
-    loaded). 1.5 ms: on the H200, honest kernels under 1 ms left up to 0.96 ms of their round trip
-    unexplained by the calibration (``benchmarks/results/boundary_h200.json``), so work a candidate
-    hides outside its events below about that goes unseen by this check (it must still produce
-    every timed output on fresh inputs within the call, and its claim stays bounded by the physical
-    floor, ``u_impossible``)."""
+    loaded). 2.5 ms: honest examples left up to 1.62 ms of their round trip unexplained by the
+    calibration on an H100 (``benchmarks/results/boundary_h100.json``; up to 1.45 ms on the H200,
+    ``boundary_h200.json``). Work a candidate hides outside its events below about that goes unseen
+    by this check: it must still produce every timed output on fresh inputs within the call, and
+    its claim stays bounded by the physical floor (``u_impossible``), but a claim forged within
+    those bounds on a sub-millisecond kernel gets through (docs/hostile.md, what is not promised)."""
     wall_resolution_multiple: float = Field(default=3.0, ge=0)
     stream_factor: float = Field(default=1.5, gt=1)
     """Reject as unsynchronized work when the judge's clock over a stream of the candidate's calls

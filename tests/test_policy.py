@@ -161,17 +161,18 @@ def test_unsynchronized_work_reject():
 
 
 def test_wall_excess_within_limit_is_fine():
-    d = decide(_metrics(t_candidate_ms=1.0), [], numerics_checked=True, wall_excess_ms=2.9)
+    # 1.5 x 1.0 ms + the 2.5 ms floor = 4.0 ms
+    d = decide(_metrics(t_candidate_ms=1.0), [], numerics_checked=True, wall_excess_ms=3.9)
     assert d.status is Status.accept
-    d = decide(_metrics(t_candidate_ms=1.0), [], numerics_checked=True, wall_excess_ms=3.1)
+    d = decide(_metrics(t_candidate_ms=1.0), [], numerics_checked=True, wall_excess_ms=4.1)
     assert d.reason is Reason.unsynchronized_work
 
 
 def test_the_measured_resolution_widens_the_wall_check():
-    # resolution 0.8 ms: the floor is 3 x 0.8 = 2.4 ms, so 1.5 + 2.4 = 3.9 ms is the limit
+    # resolution 1.0 ms: the floor is 3 x 1.0 = 3.0 ms (over the 2.5 ms default), so 1.5 + 3.0 = 4.5 ms is the limit
     m = _metrics(t_candidate_ms=1.0)
-    assert decide(m, [], numerics_checked=True, wall_excess_ms=3.8, wall_resolution_ms=0.8).status is Status.accept
-    d = decide(m, [], numerics_checked=True, wall_excess_ms=4.0, wall_resolution_ms=0.8)
+    assert decide(m, [], numerics_checked=True, wall_excess_ms=4.4, wall_resolution_ms=1.0).status is Status.accept
+    d = decide(m, [], numerics_checked=True, wall_excess_ms=4.6, wall_resolution_ms=1.0)
     assert d.reason is Reason.unsynchronized_work
 
 

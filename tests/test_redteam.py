@@ -31,11 +31,19 @@ CPU_GAPS = {
 """Cases that get a non-reject verdict on the CPU machine (screened 2026-12-04), with why: known
 gaps, each an expected failure that fails loudly (strict) once the gate catches it."""
 GPU_GAPS = {
-    "c5_slow_library.py": "its queued work did not slow the library (0.0316 vs 0.0317 ms alone): its honest accept",
-    "c1_event_ms_forged.py": "a lie below the wall check's 1.5 ms floor, bounded by the physical floor",
-    "c5_l2_prefetch.py": "work before the start event below the wall check's 1.5 ms floor",
+    "c5_slow_library.py": "its queued work did not slow the library (0.0379 ms event, library 0.0399 beside it and "
+                          "alone on the H100): its honest accept",
+    "c5_l2_prefetch.py": "work before the start event, below the wall check's floor",
+    "c6_stream_moderate_forgery.py": "event times divided by 1.45: below the wall check's floor and the physical floor",
+    "c6_stream_library_in_stream.py": "a slow kernel claiming the library's time / 1.45: below the wall check's floor",
 }
-"""Cases not rejected on the H200 at the committed policy (docs/hostile.md, the red team)."""
+"""Cases not rejected on a GPU at the committed policy (H100, 2026-12-05, 1c9e014: benchmarks/results/redteam_h100.json;
+c1_event_ms_forged.py was rejected there by the physical floor, which is lower on the H200)."""
+GPU_GAPS_BY_DEVICE = {
+    "c1_event_ms_forged.py": "a lie below the wall check's floor: rejected by the physical floor on the H100, "
+                             "accepted on the H200 (0de4bc3), whose floor is lower",
+}
+"""Not strict: whether these get through depends on the device's physical floor."""
 
 OPTIONS = ScreenOptions(load_timeout_s=40, run_timeout_s=20)
 
@@ -53,6 +61,8 @@ def _params():
         marks = [pytest.mark.gpu] if needs_gpu else []
         if name in gaps:
             marks.append(pytest.mark.xfail(reason=gaps[name], strict=True))
+        elif HAS_GPU and name in GPU_GAPS_BY_DEVICE:
+            marks.append(pytest.mark.xfail(reason=GPU_GAPS_BY_DEVICE[name], strict=False))
         yield pytest.param(name, cls, problem, entry, needs_gpu, id=name.removesuffix(".py"), marks=marks)
 
 

@@ -22,7 +22,7 @@ The checks, stage by stage:
   addresses), the library timed here on them, the candidate timed by its own events and by the
   judge's clock around the round trip; every repetition's output compared with the library's,
   its inputs with their pristine copies, its launches with a settled call's; the candidate's
-  process stopped whenever it is not asked to run; unless ``ScreenOptions.stream_check`` is off, a stream of
+  process stopped whenever it is not asked to run; with ``ScreenOptions.stream_check``, a stream of
   calls back to back on distinct fresh inputs under the judge's clock, outputs it picks afterwards
   compared (``Screen._stream``: sub-millisecond time the events do not show); afterwards the library timed
   again with the candidate's process gone, to see whether it was slowed (``timing_interference``).

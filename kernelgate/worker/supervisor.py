@@ -120,9 +120,9 @@ class ScreenOptions(Model):
     stream_check: bool = False
     """On a GPU, after timing, run the judge-clocked stream (``Screen._stream``): calls back to back
     under the judge's clock, which ``Policy.stream_factor`` compares with the candidate's claim.
-    It is what sees work hidden outside a sub-millisecond call's events (the single timed call's
-    round trip cannot: ``Policy.wall_excess_floor_ms``). False skips it (a cheaper screen that
-    trusts short timings more)."""
+    Off by default: on an H100 (2026-12-05) it rejected 11 honest corpus kernels, whose streams are
+    bound by the host work of the candidate's process (0.5 to 0.7 ms of CPU per call), and let
+    through claims forged under its factor (docs/hostile.md, what is not promised)."""
     keep_alive_bytes: int = Field(default=256 << 20, ge=0)
     """Problems whose one call's data (inputs, output, parameters) is at most this keep every trial's
     buffers allocated, so each call gets addresses no earlier one had; larger ones free them as soon
