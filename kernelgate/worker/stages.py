@@ -84,6 +84,7 @@ STREAM_CHECKS = 4
 """Outputs of the stream the judge picks, after it ran, and compares with the library's (one for a
 problem over ``ScreenOptions.keep_alive_bytes``: each expected output is held through the stream)."""
 STREAM_CALIBRATION_CALLS = 32
+STREAM_WHERE = "in the judge-clocked stream: "
 HOST_CPU_FLOOR_MS = 5.0
 """A timed call may use this much CPU in the candidate's process group beyond the harness's own
 (honest examples used 0.3 to 3.0 ms on the H200: launches, a wrapper's Python, the recorder;
@@ -794,7 +795,7 @@ class Screen:
         deadline = self.call_deadline_s + calls * claim * RUN_DEADLINE_FACTOR / 1e3
         remote.ask({"type": "stream_open", "calls": [[remote.arg(x) for x in g] for g in given],
                     "outs": [remote.arg(slot)["ref"] for slot in slots]}, "timing", deadline_s=deadline)
-        self._stream_reply(remote.ask({"type": "stream"}, "timing", deadline_s=deadline))  # warm: mappings, caches
+        remote.raise_for(remote.ask({"type": "stream"}, "timing", deadline_s=deadline), "timing", STREAM_WHERE)  # warm
         expected = {}
         with torch.no_grad():  # new values at the same addresses: nothing from the warm-up is reusable
             for i, g in enumerate(given):
@@ -817,7 +818,7 @@ class Screen:
             time.sleep(50e-6)
         wall_ms = (time.perf_counter() - began) * 1e3
         cpu_ms = (self.link.cpu_seconds() - cpu_before) * 1e3
-        self._stream_reply(reply)
+        remote.raise_for(reply, "timing", STREAM_WHERE)
         _sync()
         for i in picked:
             result = check_trial_output("stream", slots[i], expected[i], None, self._recheck_tol)
@@ -849,11 +850,6 @@ class Screen:
                 _sync()
             library_ms = (time.perf_counter() - began) * 1e3
         timing.library_stream_ms = round(library_ms / len(given), 6)
-
-    def _stream_reply(self, reply: CallReply) -> None:
-        for found in (reply.violation, reply.error):
-            if found is not None:
-                raise self.fail(Reason(found.reason), f"in the judge-clocked stream: {found.message}", "timing")
 
     # --- end -------------------------------------------------------------------------------------
 
@@ -935,15 +931,21 @@ class Remote:
             request["out"] = self.arg(out)["ref"]
         reply = self.ask(request, stage, deadline_s=screen.call_deadline_s)
         self._absorb(reply)
-        for found in (reply.violation, reply.error):
-            if found is not None:
-                message = found.message
-                if found.reason == Reason.out_of_memory.value and screen.cuda:
-                    message += (f" (the candidate's process had {(self.peak_bytes or 0) / 1e9:.2f} GB at its peak; "
-                                f"the judge {torch.cuda.max_memory_allocated() / 1e9:.2f} GB; the problem's data is "
-                                f"{screen.footprint / 1e9:.2f} GB)")
-                raise screen.fail(Reason(found.reason), message, stage)
+        self.raise_for(reply, stage)
         return out, reply
+
+    def raise_for(self, reply, stage: str, where: str = "") -> None:
+        """The candidate's process reported a violation or an error: the screen fails with its reason."""
+        screen = self.screen
+        for found in (reply.violation, reply.error):
+            if found is None:
+                continue
+            message = where + found.message
+            if found.reason == Reason.out_of_memory.value and screen.cuda:
+                message += (f" (the candidate's process had {(self.peak_bytes or 0) / 1e9:.2f} GB at its peak; "
+                            f"the judge {torch.cuda.max_memory_allocated() / 1e9:.2f} GB; the problem's data is "
+                            f"{screen.footprint / 1e9:.2f} GB)")
+            raise screen.fail(Reason(found.reason), message, stage)
 
     def check(self, when: str, stage: str) -> None:
         """The in-process guard's check alone."""
@@ -956,9 +958,7 @@ class Remote:
         out = self.slot(like)
         reply = self.ask({"type": "recopy", "slot": slot, "out": self.arg(out)["ref"], "when": when}, stage,
                          deadline_s=self.screen.call_deadline_s)
-        for found in (reply.violation, reply.error):
-            if found is not None:
-                raise self.screen.fail(Reason(found.reason), found.message, stage)
+        self.raise_for(reply, stage)
         return out
 
     def slot(self, like: torch.Tensor) -> torch.Tensor:

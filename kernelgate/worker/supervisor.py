@@ -75,8 +75,8 @@ class ScreenOptions(Model):
     after at least ``timing_min_reps`` repetitions, when a distribution-free 95% interval of each
     median lies within ``timing_rel_halfwidth`` of it. A steady kernel then takes 10 repetitions, a
     noisy one up to ``timing_reps``; the verdict's ``timing.stopped`` says which. Off by default
-    (a single screen keeps its 30 repetitions); on in the H200 throughput runs of 2026-12-04, where
-    every kernel's LRE stayed within 3% over three runs (``benchmarks/results/throughput_h200.json``)."""
+    (a single screen keeps its 30 repetitions). With it on, every kernel's LRE stayed within 3% over
+    three runs of the throughput benchmark on the H200 (``benchmarks/results/throughput_h200.json``)."""
     timing_min_reps: int = Field(default=10, ge=6)
     """Fewest repetitions before adaptive timing may stop (6 is the least for which a 95% interval
     of a median exists; at 10 it runs from the 2nd to the 9th sample)."""
@@ -120,9 +120,10 @@ class ScreenOptions(Model):
     stream_check: bool = False
     """On a GPU, after timing, run the judge-clocked stream (``Screen._stream``): calls back to back
     under the judge's clock, which ``Policy.stream_factor`` compares with the candidate's claim.
-    Off by default: on an H100 (2026-12-05) it rejected 11 honest corpus kernels, whose streams are
-    bound by the host work of the candidate's process (0.5 to 0.7 ms of CPU per call), and let
-    through claims forged under its factor (docs/hostile.md, what is not promised)."""
+    Off by default: it rejected 11 honest corpus kernels, whose streams are bound by the host work
+    of the candidate's process (0.5 to 0.7 ms of CPU per call), and let through claims forged under
+    its factor (``benchmarks/results/gate_corpus_h100_stream.json``, ``redteam_h100.json``;
+    docs/hostile.md, what is not promised)."""
     keep_alive_bytes: int = Field(default=256 << 20, ge=0)
     """Problems whose one call's data (inputs, output, parameters) is at most this keep every trial's
     buffers allocated, so each call gets addresses no earlier one had; larger ones free them as soon
