@@ -1,0 +1,163 @@
+"""Can the judge time the candidate's GPU work on its own clock, across processes? (investigation)
+
+The gate's open hole (docs/hostile.md, "Not promised"): the candidate's process reports its own
+event times, and the judge's only check, its wall clock around the round trip, has a resolution
+of about 1.5 ms because the candidate's Python runs inside it. This probe measures a GPU-side
+handshake that keeps the candidate's host out of the measured interval:
+
+1. The candidate's process enqueues, on its stream: a wait on a 32-bit flag in memory the judge
+   owns (``cuStreamWaitValue32``, driver API), its work, and a record of an interprocess event
+   the judge made (``torch.cuda.Event(interprocess=True)``); then it replies, without syncing.
+2. The judge then enqueues on its own stream: a copy of fresh values into the inputs (a cheat
+   that does not wait for the flag reads stale values), the flag write, its mark event, a wait on
+   the interprocess event, its end event; and syncs.
+
+end - mark is the candidate's work plus the switch between the two processes' contexts, measured
+with work of known length
+(``torch.cuda._sleep``) and with a memory-bound copy of several sizes, beside the candidate's own
+events around the same work. What decides whether the gate can use it: the spread of
+(judge - candidate) per size, against the 1.5 to 2.5 ms of today's wall check.
+
+    python3 benchmarks/probes/handshake_clock.py --out "$OUT/handshake_clock_h200.json"   # GPU only, ~1 min
+
+Imports torch only (no kernelgate). Without a GPU it says so and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import platform
+import statistics
+import sys
+import time
+
+import torch
+import torch.multiprocessing as mp
+
+WAIT_GEQ = 0x0  # CU_STREAM_WAIT_VALUE_GEQ: (int32)(*addr - value) >= 0
+SIZES_MB = (1, 16, 256)
+SLEEP_CYCLES = (0, 20_000, 200_000, 2_000_000)  # about 0, 10 us, 100 us, 1 ms at ~2 GHz
+REPS = 40
+
+
+def _wait_value(stream: int, address: int, value: int) -> None:
+    cuda = ctypes.CDLL("libcuda.so.1")
+    fn = getattr(cuda, "cuStreamWaitValue32_v2", None) or cuda.cuStreamWaitValue32
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_uint]
+    code = fn(ctypes.c_void_p(stream), ctypes.c_uint64(address), ctypes.c_uint32(value), ctypes.c_uint(WAIT_GEQ))
+    if code != 0:
+        raise RuntimeError(f"cuStreamWaitValue32 returned CUresult {code}")
+
+
+def candidate(conn, flag, x, y, event_handle) -> None:
+    """The candidate's side: per request, wait on the flag, work, record the judge's event."""
+    torch.cuda.init()
+    done = torch.cuda.Event.from_ipc_handle(torch.cuda.current_device(), event_handle)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    stream = torch.cuda.current_stream()
+    while True:
+        request = conn.recv()
+        if request is None:
+            return
+        kind, amount, value, gated = request
+        if gated:
+            _wait_value(stream.cuda_stream, flag.data_ptr(), value)
+        start.record()
+        if kind == "sleep":
+            torch.cuda._sleep(amount)
+        else:  # a memory-bound copy of `amount` elements, doubled (reads x, writes y)
+            torch.mul(x[:amount], 2.0, out=y[:amount])
+        end.record()
+        done.record(stream)
+        conn.send("enqueued")
+        torch.cuda.synchronize()
+        conn.send(start.elapsed_time(end))
+
+
+def judge(conn, flag, x, y, staging, done, kind: str, amount: int, gated: bool,
+          value: int) -> tuple[float, float, float]:
+    """(the judge's clock from the flag write to the candidate's event, the judge's own part before
+    it: fresh inputs and the flag, the candidate's own events) for one handshake, in ms."""
+    start, mark, end = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+    conn.send((kind, amount, value, gated))
+    assert conn.recv() == "enqueued"
+    stream = torch.cuda.current_stream()
+    start.record()
+    if kind == "copy":
+        x[:amount].copy_(staging[:amount])  # fresh values: only a candidate that waited reads them
+    flag.fill_(value)
+    mark.record()
+    stream.wait_event(done)
+    end.record()
+    torch.cuda.synchronize()
+    own = conn.recv()
+    if kind == "copy" and gated and not torch.equal(y[:amount], staging[:amount] * 2.0):
+        raise RuntimeError("the candidate read stale inputs: the flag did not order its work")
+    return mark.elapsed_time(end), start.elapsed_time(mark), own
+
+
+def _summary(values: list[float]) -> dict:
+    ordered = sorted(values)
+    return {"median": statistics.median(ordered), "p10": ordered[len(ordered) // 10],
+            "p90": ordered[(9 * len(ordered)) // 10], "min": ordered[0], "max": ordered[-1]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--reps", type=int, default=REPS)
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("handshake_clock: no GPU here; this probe measures a GPU-side clock and needs one", file=sys.stderr)
+        return 2
+    mp.set_start_method("spawn", force=True)
+    elements = max(SIZES_MB) * (1 << 20) // 4
+    flag = torch.zeros(1, dtype=torch.int32, device="cuda")
+    x, y = torch.randn(elements, device="cuda"), torch.empty(elements, device="cuda")
+    done = torch.cuda.Event(interprocess=True)
+    ours, theirs = mp.Pipe()
+    child = mp.Process(target=candidate, args=(theirs, flag, x, y, done.ipc_handle()), daemon=True)
+    child.start()
+    rows, value, error = [], 0, None
+    began = time.perf_counter()
+    try:
+        cases = [("sleep", c) for c in SLEEP_CYCLES] + [("copy", mb * (1 << 20) // 4) for mb in SIZES_MB]
+        for gated in (True, False):
+            for kind, amount in cases:
+                judged, prepared, own = [], [], []
+                for rep in range(args.reps + 3):
+                    value += 1
+                    staging = torch.randn(amount if kind == "copy" else 1, device="cuda")
+                    j, p, o = judge(ours, flag, x, y, staging, done, kind, amount, gated, value)
+                    if rep >= 3:  # warm-up
+                        judged.append(j)
+                        prepared.append(p)
+                        own.append(o)
+                gap = [a - b for a, b in zip(judged, own)]
+                rows.append({"kind": kind, "amount": amount, "gated": gated, "judge_ms": _summary(judged),
+                             "judge_prepare_ms": _summary(prepared), "candidate_ms": _summary(own),
+                             "judge_minus_candidate_ms": _summary(gap)})
+                print(json.dumps({k: rows[-1][k] for k in ("kind", "amount", "gated")}),
+                      f"judge {rows[-1]['judge_ms']['median']:.4f} ms, own {rows[-1]['candidate_ms']['median']:.4f} ms,",
+                      f"gap p10..p90 {rows[-1]['judge_minus_candidate_ms']['p10']:.4f}..{rows[-1]['judge_minus_candidate_ms']['p90']:.4f}",
+                      flush=True)
+    except (EOFError, RuntimeError, AssertionError) as exc:  # the candidate's side died or the flag failed
+        error = f"{type(exc).__name__}: {exc}"
+        print("handshake_clock:", error, file=sys.stderr)
+    finally:
+        if child.is_alive():
+            ours.send(None)
+        child.join(timeout=10)
+    record = {"command": " ".join(["python3 benchmarks/probes/handshake_clock.py", *(sys.argv[1:] if argv is None else argv)]),
+              "date": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
+              "device": torch.cuda.get_device_name(0), "torch": torch.__version__, "python": platform.python_version(),
+              "seconds": round(time.perf_counter() - began, 1), "reps": args.reps, "error": error, "rows": rows}
+    with open(args.out, "w") as f:
+        json.dump(record, f, indent=1)
+    return 1 if error else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
