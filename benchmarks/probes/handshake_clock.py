@@ -104,6 +104,16 @@ def _summary(values: list[float]) -> dict:
             "p90": ordered[(9 * len(ordered)) // 10], "min": ordered[0], "max": ordered[-1]}
 
 
+def _write(out: str, argv: list[str] | None, began: float, reps: int, error: str | None, rows: list) -> None:
+    """The record so far (after every row: a run cut short keeps what finished)."""
+    record = {"command": " ".join(["python3 benchmarks/probes/handshake_clock.py", *(sys.argv[1:] if argv is None else argv)]),
+              "date": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
+              "device": torch.cuda.get_device_name(0), "torch": torch.__version__, "python": platform.python_version(),
+              "seconds": round(time.perf_counter() - began, 1), "reps": reps, "error": error, "rows": rows}
+    with open(out, "w") as f:
+        json.dump(record, f, indent=1)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
@@ -139,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append({"kind": kind, "amount": amount, "gated": gated, "judge_ms": _summary(judged),
                              "judge_prepare_ms": _summary(prepared), "candidate_ms": _summary(own),
                              "judge_minus_candidate_ms": _summary(gap)})
+                _write(args.out, argv, began, args.reps, None, rows)
                 print(json.dumps({k: rows[-1][k] for k in ("kind", "amount", "gated")}),
                       f"judge {rows[-1]['judge_ms']['median']:.4f} ms, own {rows[-1]['candidate_ms']['median']:.4f} ms,",
                       f"gap p10..p90 {rows[-1]['judge_minus_candidate_ms']['p10']:.4f}..{rows[-1]['judge_minus_candidate_ms']['p90']:.4f}",
@@ -150,12 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         if child.is_alive():
             ours.send(None)
         child.join(timeout=10)
-    record = {"command": " ".join(["python3 benchmarks/probes/handshake_clock.py", *(sys.argv[1:] if argv is None else argv)]),
-              "date": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
-              "device": torch.cuda.get_device_name(0), "torch": torch.__version__, "python": platform.python_version(),
-              "seconds": round(time.perf_counter() - began, 1), "reps": args.reps, "error": error, "rows": rows}
-    with open(args.out, "w") as f:
-        json.dump(record, f, indent=1)
+    _write(args.out, argv, began, args.reps, error, rows)
     return 1 if error else 0
 
 
