@@ -75,6 +75,17 @@ CASES: list[tuple[str, str, Problem, str, bool]] = [
     ("c6_stream_warm_cache.py", "5", ROWSUM, "kernel", True),
     ("c6_stream_open_precompute.py", "5", ROWSUM, "kernel", True),
     ("c6_stream_library_slowdown.py", "5", ROWSUM, "kernel", True),
+    # against the judge-clocked stream as redesigned (judge-owned slots in one block, polled; the judge syncs
+    # before every request): timing lies that the stream's allowances, its sampling or its setup let through
+    ("c7_spin_wait_excuse.py", "1", ROWSUM, "kernel", True),
+    ("c7_gil_free_burner.py", "1", ROWSUM, "kernel", True),
+    ("c7_tick_phantom_cpu.py", "1", ROWSUM, "kernel", True),
+    ("c7_batched_stream.py", "5", ROWSUM, "kernel", True),
+    ("c7_frozen_watchers.py", "5", ROWSUM, "kernel", True),
+    ("c7_one_check_large.py", "5", ROWSUM, "kernel", True),
+    ("c7_launch_bound_scale.py", "5", ROWSUM, "kernel", True),
+    ("c7_library_on_replay.py", "3", ROWSUM, "kernel", True),
+    ("c7_thread_after_end.py", "other", ROWSUM, "kernel", True),
     # other: floods and forged replies aimed at the judge
     ("o_reply_flood.py", "other", ROWSUM, "kernel", False),
     ("o_reply_desync.py", "other", ROWSUM, "kernel", False),
@@ -89,6 +100,15 @@ NOTES: dict[str, str] = {
     'c6_stream_warm_cache.py': 'GPU: written against the judge-clocked stream, which is opt-in (ScreenOptions.stream_check) since it rejected honest kernels on the H200; not yet run there',
     'c6_stream_open_precompute.py': 'GPU: written against the judge-clocked stream, which is opt-in (ScreenOptions.stream_check) since it rejected honest kernels on the H200; not yet run there',
     'c6_stream_library_slowdown.py': 'GPU: written against the judge-clocked stream, which is opt-in (ScreenOptions.stream_check) since it rejected honest kernels on the H200; not yet run there',
+    'c7_spin_wait_excuse.py': 'GPU: written against the judge-clocked stream as redesigned (judge-owned slots, polled); not yet run on the H200',
+    'c7_gil_free_burner.py': 'GPU: written against the judge-clocked stream as redesigned (judge-owned slots, polled); not yet run on the H200',
+    'c7_tick_phantom_cpu.py': 'GPU: written against the judge-clocked stream as redesigned (judge-owned slots, polled); not yet run on the H200',
+    'c7_batched_stream.py': 'GPU: written against the judge-clocked stream as redesigned (judge-owned slots, polled); not yet run on the H200',
+    'c7_frozen_watchers.py': 'GPU: written against the judge-clocked stream as redesigned (judge-owned slots, polled); not yet run on the H200',
+    'c7_one_check_large.py': 'GPU: written against the judge-clocked stream as redesigned (judge-owned slots, polled); not yet run on the H200',
+    'c7_launch_bound_scale.py': 'GPU: written against the judge-clocked stream as redesigned (judge-owned slots, polled); not yet run on the H200',
+    'c7_library_on_replay.py': 'GPU: written against the judge-clocked stream as redesigned (judge-owned slots, polled); not yet run on the H200',
+    'c7_thread_after_end.py': 'GPU: written against the judge-clocked stream as redesigned (judge-owned slots, polled); not yet run on the H200',
     'c1_runner_check_silenced.py': 'CPU: untimed (got through): Runner._check patched on __main__; thread + torch unseen',
     'c1_guard_violations_cleared.py': 'CPU: repair (got through): guard.violations.clear() after a torch thread',
     'c1_oprecorder_blinded.py': 'CPU: repair (got through): OpRecorder.__enter__/__exit__ patched; full x.sum(1)',
@@ -123,6 +143,10 @@ _GPU_SHAPES = {
 _GPU_OVERRIDES = {
     # Python sums 16M floats too slowly for a quick run: a smaller row sum shows the same thing
     "c3_tolist_python.py": Problem.op("rowsum", rows=1024, cols=1024),
+    # over keep_alive_bytes (512 MB): the stream has 3 calls and the judge checks one of them
+    "c7_one_check_large.py": Problem.op("rowsum", rows=8192, cols=16384),
+    # launch-bound (1 MB): the stream's allowance for launch gaps and host time exceeds the GPU time
+    "c7_launch_bound_scale.py": Problem.op("rowsum", rows=256, cols=1024),
 }
 
 
