@@ -203,13 +203,40 @@ def test_out_of_memory_beside_others_runs_again_alone():
 
 
 def test_turn_pool_gives_its_turn_back_when_a_worker_fails():
-    pool = TurnPool(2, worker_factory=lambda env=None: _FakeWorker(fail=True))
+    pool = TurnPool(2, worker_factory=lambda env=None: _FakeWorker(fail=True), spares=0)
     with pytest.raises(WorkerError):
         pool.run(_job(0))
     assert pool.turns.state() == (0, False, 0)
     _FakeWorker.log = []
     pool._new_worker = _FakeWorker
     assert pool.run(_job(1)).exit == "ok"  # and the next job is served
+
+
+def test_workers_are_started_ahead_and_a_dead_spare_is_replaced():
+    made: list[_FakeWorker] = []
+
+    class _Counted(_FakeWorker):
+        closed = False
+
+        def __init__(self, env=None) -> None:
+            super().__init__(env)
+            self.dead = not made  # the first spare dies while it waits
+            made.append(self)
+
+        def wait_ready(self, timeout: float, before_gpu=None) -> None:
+            if self.dead:
+                raise WorkerError("canned: the spare died while it waited")
+            super().wait_ready(timeout, before_gpu)
+
+        def close(self) -> None:
+            self.closed = True
+
+    pool = TurnPool(2, worker_factory=_Counted)
+    assert len(made) == 2 and pool.turns.state() == (0, False, 0)  # started ahead, before any job
+    assert pool.run(_job(1)).exit == "ok"  # served by a new worker in the dead spare's place
+    assert made[0].closed and len(made) == 4  # the dead spare, the other spare, the refill, the stand-in
+    pool.close()
+    assert made[1].closed and made[2].closed and not made[3].closed  # the spares left are ended
 
 
 def test_concurrent_lane_with_real_workers_on_the_cpu():

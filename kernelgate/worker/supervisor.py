@@ -561,7 +561,9 @@ class WorkerPool:
 class TurnPool:
     """Several jobs at once on one GPU, each timed alone (``kernelgate.turns``).
 
-    Each job gets a fresh worker. Its imports take no turn; its CUDA context and its numerics
+    Each job gets a fresh worker, started ahead (``spares`` of them, by default one per job in
+    flight): its imports (CPU work, seconds) are done before the job comes, and it waits at the
+    start gate without a CUDA context until the job takes it. Its imports take no turn; its CUDA context and its numerics
     (the candidate's first kernels, Triton's JIT compile) take shared turns, which overlap other
     jobs' shared turns. Between the numerics' parts (trials, probes, the kernel profile) a job
     gives its shared turn up if a timing is waiting, so a timing waits for one part, not for whole
@@ -582,10 +584,11 @@ class TurnPool:
     """
 
     def __init__(self, concurrency: int, env: dict[str, str] | None = None, turns: GpuTurns | None = None,
-                 worker_factory: Callable[..., Worker] = Worker) -> None:
+                 worker_factory: Callable[..., Worker] = Worker, spares: int | None = None) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.concurrency = concurrency
+        self.spares = concurrency if spares is None else spares
         threads = str(max(1, (os.cpu_count() or 2) // concurrency))
         self.env = {"OMP_NUM_THREADS": threads, "TVM_NUM_THREADS": threads, **(os.environ if env is None else env),
                     START_GATE: "1"}
@@ -598,6 +601,45 @@ class TurnPool:
         self._solo = False
         """A job run again alone waits until no other job of the pool is in flight, and none starts
         until it ends: the others' processes hold GPU memory even while stopped."""
+        self._idle: list = []
+        """Workers started ahead, at the start gate (no CUDA context, so no GPU memory)."""
+        self._closed = False
+        self._fill()
+
+    def _fill(self) -> None:
+        with self._lock:
+            while not self._closed and len(self._idle) < self.spares:
+                self._idle.append(self._new_worker(env=self.env))
+
+    def _ready_worker(self, timeout: float, before_gpu: Callable[[], None]):
+        """A spare (or a new worker when none is left), ready: its CUDA context made in the caller's
+        turn (``before_gpu``). A spare that died while it waited is replaced by a new worker once."""
+        with self._lock:
+            worker = self._idle.pop(0) if self._idle else None
+        spare = worker is not None
+        worker = worker or self._new_worker(env=self.env)
+        self._fill()
+        with self._lock:
+            self._live.add(worker)
+        try:
+            worker.wait_ready(timeout, before_gpu=before_gpu)
+        except WorkerError:
+            worker.close()
+            with self._lock:
+                self._live.discard(worker)
+            if not spare:
+                raise
+            worker = self._new_worker(env=self.env)
+            with self._lock:
+                self._live.add(worker)
+            try:
+                worker.wait_ready(timeout, before_gpu=before_gpu)
+            except WorkerError:
+                worker.close()
+                with self._lock:
+                    self._live.discard(worker)
+                raise
+        return worker
 
     def run(self, job: Job) -> WorkerResult:
         try:
@@ -637,8 +679,8 @@ class TurnPool:
                 waited["turn_wait"] += self.turns.acquire_shared()
             else:
                 waited["timing_wait"] += self.turns.acquire_exclusive()
-                with self._lock:
-                    paused.extend(w for w in self._live if w is not worker)
+                with self._lock:  # spares still importing are stopped too: a quiet host
+                    paused.extend([w for w in self._live if w is not worker] + self._idle)
                 for other in paused:
                     other.pause()
             held.append(turn)
@@ -659,16 +701,9 @@ class TurnPool:
         try:
             if alone:
                 take("exclusive")
-            began = time.perf_counter()
-            worker = self._new_worker(env=self.env)
-            with self._lock:
-                self._live.add(worker)
-            try:  # its imports take no turn; its CUDA context comes up in one
-                worker.wait_ready(job.options.startup_timeout_s,
-                                  before_gpu=lambda: take("exclusive" if alone else "shared"))
-            except WorkerError:
-                worker.close()
-                raise
+            began = time.perf_counter()  # its imports take no turn; its CUDA context comes up in one
+            worker = self._ready_worker(job.options.startup_timeout_s,
+                                        before_gpu=lambda: take("exclusive" if alone else "shared"))
             waited["worker_start"] = time.perf_counter() - began - waited["turn_wait"]
             if not alone:
                 leave()
@@ -699,7 +734,12 @@ class TurnPool:
             self._jobs.notify_all()
 
     def close(self) -> None:
-        """Nothing is started ahead: each job's worker ends with its job."""
+        """End the workers started ahead (each job's own worker ends with its job)."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.close()
 
 
 DEFAULT_SPARES = 2 if (os.cpu_count() or 1) >= 8 else 1
