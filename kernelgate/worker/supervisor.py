@@ -616,30 +616,22 @@ class TurnPool:
         turn (``before_gpu``). A spare that died while it waited is replaced by a new worker once."""
         with self._lock:
             worker = self._idle.pop(0) if self._idle else None
-        spare = worker is not None
-        worker = worker or self._new_worker(env=self.env)
+        retries = 1 if worker is not None else 0
         self._fill()
-        with self._lock:
-            self._live.add(worker)
-        try:
-            worker.wait_ready(timeout, before_gpu=before_gpu)
-        except WorkerError:
-            worker.close()
-            with self._lock:
-                self._live.discard(worker)
-            if not spare:
-                raise
-            worker = self._new_worker(env=self.env)
+        while True:
+            worker = worker or self._new_worker(env=self.env)
             with self._lock:
                 self._live.add(worker)
             try:
                 worker.wait_ready(timeout, before_gpu=before_gpu)
+                return worker
             except WorkerError:
                 worker.close()
                 with self._lock:
                     self._live.discard(worker)
-                raise
-        return worker
+                if not retries:
+                    raise
+                retries, worker = retries - 1, None
 
     def run(self, job: Job) -> WorkerResult:
         try:
