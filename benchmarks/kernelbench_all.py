@@ -289,7 +289,8 @@ def plan(entries: list[Entry], record: dict[str, Any], *, kb_eval: bool, retry_e
     KernelBench's eval is due for problems that have a gate record and no eval result yet (a
     timeout counts as a result; an exception or a missing result does not under ``retry_errors``). A record made for another candidate (``shas``: key -> the
     sha256 of this call's candidate) does not count. ``limit`` caps the gate's share of this call.
-    Problems keyed in ``rescreen`` go to the gate again whatever the record holds.
+    Problems keyed in ``rescreen`` (or all of them, for ``all``) go to the gate again whatever the
+    record holds.
     """
     problems = record["problems"]
     shas = shas or {}
@@ -302,7 +303,7 @@ def plan(entries: list[Entry], record: dict[str, Any], *, kb_eval: bool, retry_e
     gate_todo, kb_todo = [], []
     for entry in entries:
         gate = current((problems.get(entry.key) or {}).get("gate"), entry.key)
-        if gate is None or (gate.get("status") is None and retry_errors) or entry.key in rescreen:
+        if gate is None or (gate.get("status") is None and retry_errors) or entry.key in rescreen or "all" in rescreen:
             gate_todo.append(entry)
         kb = current((problems.get(entry.key) or {}).get("kernelbench_eval"), entry.key)
         if kb_eval and (kb is None or (retry_errors and not kb.get("finished") and not kb.get("timed_out"))):
@@ -588,7 +589,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--retry-errors", action="store_true",
                         help="redo problems whose gate faulted, and KernelBench evals that raised or gave no result")
     parser.add_argument("--rescreen", nargs="+", default=[], metavar="KEY",
-                        help="screen these problems (keys, 1/23) again even if the record has a verdict")
+                        help="screen these problems (keys, 1/23; all: every one) again even if the record has a verdict")
     parser.add_argument("--gate-deadline-s", type=float, help="start no new screen after this many seconds")
     parser.add_argument("--deadline-s", type=float, help="start nothing new after this many seconds")
     parser.add_argument("--kernelbench-eval", action="store_true", help="also run KernelBench's eval_kernel_against_ref")

@@ -236,6 +236,11 @@ def test_rescreen_redoes_a_recorded_verdict(first_run, checkout, tmp_path):
     assert "gate: 1 to screen" in done.stdout
     again = json.loads(out.read_text())
     assert again["problems"]["1/19"]["gate"]["run"] == 1 and again["problems"]["1/40"]["gate"]["run"] == 0
+    out_all = tmp_path / "all.json"
+    _run("--kernelbench", str(checkout), "--out", str(out_all), "--resume", str(earlier), "--fake-gate",
+         "--levels", "1", "--rescreen", "all")
+    runs = {k: p["gate"]["run"] for k, p in json.loads(out_all.read_text())["problems"].items()}
+    assert {runs[k] for k in runs if k.startswith("1/")} == {1} and runs["2/1"] == 0  # level 2 not selected
 
 
 def test_a_lane_that_cannot_start_is_retried_then_recorded(checkout, tmp_path):
