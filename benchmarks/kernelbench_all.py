@@ -316,6 +316,24 @@ def plan(entries: list[Entry], record: dict[str, Any], *, kb_eval: bool, retry_e
     return gate_todo, kb_todo
 
 
+KEEP_ALIVE_BYTES = 256 << 20
+"""ScreenOptions.keep_alive_bytes's default (not imported): at or below it the judge keeps each call's
+buffers alive, so that every call gets addresses no earlier one had."""
+
+
+def over_budget_why(gate: dict[str, Any]) -> str:
+    """What the record's own figures say of a problem over the memory budget."""
+    memory = gate.get("memory") or {}
+    footprint = memory.get("memory.footprint_bytes") or 0
+    fp64 = memory.get("memory.reference_fp64_peak_bytes")
+    why = []
+    if footprint and footprint <= KEEP_ALIVE_BYTES:
+        why.append(f"footprint {footprint / 2**20:.0f} MiB, at most keep_alive_bytes: buffers kept alive")
+    if fp64 and footprint and fp64 > MEMORY_BUDGET_FACTOR * footprint:
+        why.append(f"the fp64 reference's own call allocated {fp64 / footprint:.1f}x the footprint")
+    return "; ".join(why) or "not explained by the record"
+
+
 def summarize(record: dict[str, Any]) -> dict[str, Any]:
     problems = list(record["problems"].values())
     gates = [p["gate"] for p in problems if p.get("gate")]
@@ -347,6 +365,8 @@ def summarize(record: dict[str, Any]) -> dict[str, Any]:
         "gate_over_footprint_max": max(budget.values()) if budget else None,
         "gate_over_footprint_median": round(statistics.median(budget.values()), 3) if budget else None,
         "over_memory_budget": {k: budget[k] for k in sorted(budget) if budget[k] > MEMORY_BUDGET_FACTOR},
+        "over_memory_budget_why": {k: over_budget_why(record["problems"][k]["gate"])
+                                   for k in sorted(budget) if budget[k] > MEMORY_BUDGET_FACTOR},
         "kernelbench_eval": {
             "run": len(kbs), "finished": len(kb_done), "did_not_finish": len(kbs) - len(kb_done),
             "compiled": sum(1 for k in kb_done if k.get("compiled")),

@@ -395,6 +395,11 @@ class MemoryReport(Model):
     reference_peak_bytes: int | None = None
     """What the reference itself needs: its inputs and parameters plus the most its own call
     allocated (activations and output), measured around the judge's reference calls."""
+    reference_fp64_peak_bytes: int | None = None
+    """The most one fp64 reference call allocated at once (its fp64 inputs and state, activations and
+    output), beyond what the judge held before it:
+    part of the judge's peak, reported apart because it scales with the reference's activations,
+    not with the footprint."""
     fixed_bytes: int = 0
     """The judge's buffers whose size does not depend on the problem (the L2 flush buffer)."""
 

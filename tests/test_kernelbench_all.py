@@ -263,3 +263,20 @@ def test_every_real_kernel_in_the_map_exists():
     for (level, name), origin in real.items():
         assert level in (1, 2) and name.endswith(".py")
         assert "class ModelNew" in (ROOT / origin).read_text(), origin
+
+
+def test_over_budget_reasons_come_from_the_record():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("kernelbench_all", ROOT / "benchmarks" / "kernelbench_all.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["kernelbench_all"] = module  # its dataclasses look their module up
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules["kernelbench_all"]
+    mib = 1 << 20
+    small = {"memory": {"memory.footprint_bytes": 24 * mib, "memory.reference_fp64_peak_bytes": 3900 * mib}}
+    assert module.over_budget_why(small) == ("footprint 24 MiB, at most keep_alive_bytes: buffers kept alive; "
+                                             "the fp64 reference's own call allocated 162.5x the footprint")
+    large = {"memory": {"memory.footprint_bytes": 4096 * mib, "memory.reference_fp64_peak_bytes": 8192 * mib}}
+    assert module.over_budget_why(large) == "not explained by the record"

@@ -156,6 +156,8 @@ class Screen:
         """The phase's peak before a reset inside it (``expected`` measures the reference's own call)."""
         self.reference_growth = 0
         """The most one reference call allocated (its activations and output)."""
+        self.reference64_growth = 0
+        """The most one fp64 reference call allocated (its fp64 inputs, state copy, activations, output)."""
         self.cpu_numerics = True
         self.calibration_ms: dict[float, float] = {}
         self.calibration_cpu_ms = 0.0
@@ -244,8 +246,16 @@ class Screen:
                 del clones
                 if reference64 is None:
                     return ref, None, took
+                if measure:  # the fp64 reference's own memory: the judge's, reported apart
+                    self._peak_carry = max(self._peak_carry, torch.cuda.max_memory_allocated())
+                    before = torch.cuda.memory_allocated()
+                    torch.cuda.reset_peak_memory_stats()
                 ref64 = reference64(*[(x.double() if x.is_floating_point() else x.clone())
                                       if isinstance(x, torch.Tensor) else x for x in inputs])
+                if measure:
+                    _sync()
+                    self.reference64_growth = max(self.reference64_growth,
+                                                  torch.cuda.max_memory_allocated() - before)
         except (RuntimeError, ValueError, TypeError, IndexError) as exc:  # the problem's fault, not the gate's
             raise ProblemError(f"the reference failed on the problem's own inputs: {type(exc).__name__}: "
                                f"{str(exc)[:300]} (a shape override that leaves a derived global behind?)") from exc
@@ -859,7 +869,8 @@ class Screen:
                 footprint_bytes=self.footprint, candidate_peak_bytes=self.remote.peak_bytes,
                 judge_peak_bytes=max(self.judge_peak, self._peak_carry, int(torch.cuda.max_memory_allocated())),
                 judge_peak_by_phase=self.phase_peaks, fixed_bytes=L2_FLUSH_BYTES if self.timed_requests else 0,
-                reference_peak_bytes=self.footprint - self.output_bytes + self.reference_growth)
+                reference_peak_bytes=self.footprint - self.output_bytes + self.reference_growth,
+                reference_fp64_peak_bytes=self.reference64_growth)
         self.space.close()
 
 
