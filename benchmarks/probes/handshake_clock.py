@@ -18,6 +18,11 @@ with work of known length
 events around the same work. What decides whether the gate can use it: the spread of
 (judge - candidate) per size, against the 1.5 to 2.5 ms of today's wall check.
 
+3. A forger records the judge's event first and does its work after it (``early``). The judge
+   queues a one-element kernel of its own behind the event and reads its clock at that kernel's
+   end too: two processes' contexts are time-sliced, not run at once (no MPS), so if that clock
+   includes the forger's work (up to a time slice), the early event hides nothing.
+
     python3 benchmarks/probes/handshake_clock.py --out "$OUT/handshake_clock_h200.json"   # GPU only, ~1 min
 
 Imports torch only (no kernelgate). Without a GPU it says so and exits 2.
@@ -39,6 +44,7 @@ import torch.multiprocessing as mp
 WAIT_GEQ = 0x0  # CU_STREAM_WAIT_VALUE_GEQ: (int32)(*addr - value) >= 0
 SIZES_MB = (1, 16, 256)
 SLEEP_CYCLES = (0, 20_000, 200_000, 2_000_000)  # about 0, 10 us, 100 us, 1 ms at ~2 GHz
+EARLY_CYCLES = (200_000, 2_000_000, 20_000_000, 100_000_000)  # about 100 us, 1 ms, 10 ms, 50 ms
 REPS = 40
 
 
@@ -65,22 +71,30 @@ def candidate(conn, flag, x, y, event_handle) -> None:
         if gated:
             _wait_value(stream.cuda_stream, flag.data_ptr(), value)
         start.record()
-        if kind == "sleep":
+        if kind == "early":  # a forger: the judge's event first, the work after it
+            done.record(stream)
+            torch.cuda._sleep(amount)
+        elif kind == "sleep":
             torch.cuda._sleep(amount)
         else:  # a memory-bound copy of `amount` elements, doubled (reads x, writes y)
             torch.mul(x[:amount], 2.0, out=y[:amount])
         end.record()
-        done.record(stream)
+        if kind != "early":
+            done.record(stream)
         conn.send("enqueued")
         torch.cuda.synchronize()
         conn.send(start.elapsed_time(end))
 
 
 def judge(conn, flag, x, y, staging, done, kind: str, amount: int, gated: bool,
-          value: int) -> tuple[float, float, float]:
+          value: int) -> tuple[float, float, float, float]:
     """(the judge's clock from the flag write to the candidate's event, the judge's own part before
-    it: fresh inputs and the flag, the candidate's own events) for one handshake, in ms."""
-    start, mark, end = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+    it: fresh inputs and the flag, the candidate's own events, the judge's clock from the flag to
+    the end of a one-element kernel of its own queued behind the candidate's event) for one
+    handshake, in ms. The last one asks whether the GPU runs the judge's context while the
+    candidate's still has work (a forger that records the event early): without MPS the two
+    contexts are time-sliced, not concurrent."""
+    start, mark, end, after = (torch.cuda.Event(enable_timing=True) for _ in range(4))
     conn.send((kind, amount, value, gated))
     assert conn.recv() == "enqueued"
     stream = torch.cuda.current_stream()
@@ -91,11 +105,13 @@ def judge(conn, flag, x, y, staging, done, kind: str, amount: int, gated: bool,
     mark.record()
     stream.wait_event(done)
     end.record()
+    flag.add_(0)  # one tiny kernel of the judge's own, behind the candidate's event
+    after.record()
     torch.cuda.synchronize()
     own = conn.recv()
     if kind == "copy" and gated and not torch.equal(y[:amount], staging[:amount] * 2.0):
         raise RuntimeError("the candidate read stale inputs: the flag did not order its work")
-    return mark.elapsed_time(end), start.elapsed_time(mark), own
+    return mark.elapsed_time(end), start.elapsed_time(mark), own, mark.elapsed_time(after)
 
 
 def _summary(values: list[float]) -> dict:
@@ -134,26 +150,30 @@ def main(argv: list[str] | None = None) -> int:
     began = time.perf_counter()
     try:
         cases = [("sleep", c) for c in SLEEP_CYCLES] + [("copy", mb * (1 << 20) // 4) for mb in SIZES_MB]
-        for gated in (True, False):
-            for kind, amount in cases:
-                judged, prepared, own = [], [], []
-                for rep in range(args.reps + 3):
-                    value += 1
-                    staging = torch.randn(amount if kind == "copy" else 1, device="cuda")
-                    j, p, o = judge(ours, flag, x, y, staging, done, kind, amount, gated, value)
-                    if rep >= 3:  # warm-up
-                        judged.append(j)
-                        prepared.append(p)
-                        own.append(o)
-                gap = [a - b for a, b in zip(judged, own)]
-                rows.append({"kind": kind, "amount": amount, "gated": gated, "judge_ms": _summary(judged),
-                             "judge_prepare_ms": _summary(prepared), "candidate_ms": _summary(own),
-                             "judge_minus_candidate_ms": _summary(gap)})
-                _write(args.out, argv, began, args.reps, None, rows)
-                print(json.dumps({k: rows[-1][k] for k in ("kind", "amount", "gated")}),
-                      f"judge {rows[-1]['judge_ms']['median']:.4f} ms, own {rows[-1]['candidate_ms']['median']:.4f} ms,",
-                      f"gap p10..p90 {rows[-1]['judge_minus_candidate_ms']['p10']:.4f}..{rows[-1]['judge_minus_candidate_ms']['p90']:.4f}",
-                      flush=True)
+        forgers = [("early", c) for c in EARLY_CYCLES]
+        plan = [(g, k, a) for g in (True, False) for k, a in cases] + [(True, k, a) for k, a in forgers]
+        for gated, kind, amount in plan:
+            judged, prepared, own, behind = [], [], [], []
+            for rep in range(args.reps + 3):
+                value += 1
+                staging = torch.randn(amount if kind == "copy" else 1, device="cuda")
+                j, p, o, b = judge(ours, flag, x, y, staging, done, kind, amount, gated, value)
+                if rep >= 3:  # warm-up
+                    judged.append(j)
+                    prepared.append(p)
+                    own.append(o)
+                    behind.append(b)
+            gap = [a - b for a, b in zip(judged, own)]
+            rows.append({"kind": kind, "amount": amount, "gated": gated, "judge_ms": _summary(judged),
+                         "judge_prepare_ms": _summary(prepared), "candidate_ms": _summary(own),
+                         "judge_minus_candidate_ms": _summary(gap),
+                         "judge_to_own_kernel_ms": _summary(behind)})
+            _write(args.out, argv, began, args.reps, None, rows)
+            print(json.dumps({k: rows[-1][k] for k in ("kind", "amount", "gated")}),
+                  f"judge {rows[-1]['judge_ms']['median']:.4f} ms, own {rows[-1]['candidate_ms']['median']:.4f} ms,",
+                  f"judge to its own kernel {rows[-1]['judge_to_own_kernel_ms']['median']:.4f} ms,",
+                  f"gap p10..p90 {rows[-1]['judge_minus_candidate_ms']['p10']:.4f}..{rows[-1]['judge_minus_candidate_ms']['p90']:.4f}",
+                  flush=True)
     except (EOFError, RuntimeError, AssertionError) as exc:  # the candidate's side died or the flag failed
         error = f"{type(exc).__name__}: {exc}"
         print("handshake_clock:", error, file=sys.stderr)
