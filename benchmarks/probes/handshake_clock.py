@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import faulthandler
 import json
 import platform
 import statistics
@@ -46,6 +47,16 @@ SIZES_MB = (1, 16, 256)
 SLEEP_CYCLES = (0, 20_000, 200_000, 2_000_000)  # about 0, 10 us, 100 us, 1 ms at ~2 GHz
 EARLY_CYCLES = (200_000, 2_000_000, 20_000_000, 100_000_000)  # about 100 us, 1 ms, 10 ms, 50 ms
 REPS = 40
+REPLY_S = 20.0  # no reply from the candidate's side this long: it is stuck or dead, and the probe says which
+
+
+def _driver_attribute(attribute: int) -> int | None:
+    """cuDeviceGetAttribute on device 0 (None where the driver refuses)."""
+    cuda = ctypes.CDLL("libcuda.so.1")
+    value, device = ctypes.c_int(), ctypes.c_int()
+    if cuda.cuDeviceGet(ctypes.byref(device), 0) != 0:
+        return None
+    return value.value if cuda.cuDeviceGetAttribute(ctypes.byref(value), attribute, device) == 0 else None
 
 
 def _wait_value(stream: int, address: int, value: int) -> None:
@@ -58,13 +69,23 @@ def _wait_value(stream: int, address: int, value: int) -> None:
 
 
 def candidate(conn, flag, x, y, event_handle) -> None:
-    """The candidate's side: per request, wait on the flag, work, record the judge's event."""
+    """The candidate's side: per request, wait on the flag, work, record the judge's event. An error
+    goes back to the judge as ("error", text) instead of leaving it waiting."""
+    faulthandler.dump_traceback_later(REPLY_S * 4, exit=True)
+    try:
+        _serve(conn, flag, x, y, event_handle)
+    except Exception as exc:  # noqa: BLE001 - reported to the judge, which records it
+        conn.send(("error", f"candidate side: {type(exc).__name__}: {exc}"))
+
+
+def _serve(conn, flag, x, y, event_handle) -> None:
     torch.cuda.init()
     done = torch.cuda.Event.from_ipc_handle(torch.cuda.current_device(), event_handle)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     stream = torch.cuda.current_stream()
     while True:
         request = conn.recv()
+        faulthandler.dump_traceback_later(REPLY_S * 4, exit=True)
         if request is None:
             return
         kind, amount, value, gated = request
@@ -96,7 +117,7 @@ def judge(conn, flag, x, y, staging, done, kind: str, amount: int, gated: bool,
     contexts are time-sliced, not concurrent."""
     start, mark, end, after = (torch.cuda.Event(enable_timing=True) for _ in range(4))
     conn.send((kind, amount, value, gated))
-    assert conn.recv() == "enqueued"
+    assert _reply(conn, "enqueued") == "enqueued"
     stream = torch.cuda.current_stream()
     start.record()
     if kind == "copy":
@@ -107,11 +128,26 @@ def judge(conn, flag, x, y, staging, done, kind: str, amount: int, gated: bool,
     end.record()
     flag.add_(0)  # one tiny kernel of the judge's own, behind the candidate's event
     after.record()
-    torch.cuda.synchronize()
-    own = conn.recv()
+    limit = time.monotonic() + REPLY_S
+    while not after.query():  # a wait that never ends (the flag not seen) is reported, not hung on
+        if time.monotonic() > limit:
+            raise RuntimeError(f"the judge's stream did not reach its end within {REPLY_S} s ({kind} {amount}, "
+                               f"gated {gated}): the candidate's event was never recorded")
+        time.sleep(1e-4)
+    own = _reply(conn, "its own time")
     if kind == "copy" and gated and not torch.equal(y[:amount], staging[:amount] * 2.0):
         raise RuntimeError("the candidate read stale inputs: the flag did not order its work")
     return mark.elapsed_time(end), start.elapsed_time(mark), own, mark.elapsed_time(after)
+
+
+def _reply(conn, what: str):
+    """The candidate side's next message; RuntimeError when it reports an error or says nothing in time."""
+    if not conn.poll(REPLY_S):
+        raise RuntimeError(f"no reply ({what}) from the candidate's side within {REPLY_S} s")
+    message = conn.recv()
+    if isinstance(message, tuple) and message and message[0] == "error":
+        raise RuntimeError(message[1])
+    return message
 
 
 def _summary(values: list[float]) -> dict:
@@ -125,7 +161,9 @@ def _write(out: str, argv: list[str] | None, began: float, reps: int, error: str
     record = {"command": " ".join(["python3 benchmarks/probes/handshake_clock.py", *(sys.argv[1:] if argv is None else argv)]),
               "date": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
               "device": torch.cuda.get_device_name(0), "torch": torch.__version__, "python": platform.python_version(),
-              "seconds": round(time.perf_counter() - began, 1), "reps": reps, "error": error, "rows": rows}
+              "seconds": round(time.perf_counter() - began, 1), "reps": reps,
+              "can_use_stream_mem_ops_v1": _driver_attribute(92),  # CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1
+              "error": error, "rows": rows}
     with open(out, "w") as f:
         json.dump(record, f, indent=1)
 
@@ -134,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--reps", type=int, default=REPS)
+    parser.add_argument("--only", choices=("sleep", "copy", "early"), action="append",
+                        help="run these kinds of case only (repeatable; default all)")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("handshake_clock: no GPU here; this probe measures a GPU-side clock and needs one", file=sys.stderr)
@@ -146,14 +186,18 @@ def main(argv: list[str] | None = None) -> int:
     ours, theirs = mp.Pipe()
     child = mp.Process(target=candidate, args=(theirs, flag, x, y, done.ipc_handle()), daemon=True)
     child.start()
+    theirs.close()  # only the child holds that end now: its death reads as EOF here
+    faulthandler.dump_traceback_later(REPLY_S * 6, exit=True)
     rows, value, error = [], 0, None
     began = time.perf_counter()
     try:
         cases = [("sleep", c) for c in SLEEP_CYCLES] + [("copy", mb * (1 << 20) // 4) for mb in SIZES_MB]
         forgers = [("early", c) for c in EARLY_CYCLES]
         plan = [(g, k, a) for g in (True, False) for k, a in cases] + [(True, k, a) for k, a in forgers]
+        plan = [step for step in plan if not args.only or step[1] in args.only]
         for gated, kind, amount in plan:
             judged, prepared, own, behind = [], [], [], []
+            faulthandler.dump_traceback_later(REPLY_S * 6, exit=True)
             for rep in range(args.reps + 3):
                 value += 1
                 staging = torch.randn(amount if kind == "copy" else 1, device="cuda")
@@ -178,9 +222,12 @@ def main(argv: list[str] | None = None) -> int:
         error = f"{type(exc).__name__}: {exc}"
         print("handshake_clock:", error, file=sys.stderr)
     finally:
-        if child.is_alive():
+        faulthandler.cancel_dump_traceback_later()
+        if child.is_alive() and error is None:
             ours.send(None)
         child.join(timeout=10)
+        if child.is_alive():
+            child.kill()
     _write(args.out, argv, began, args.reps, error, rows)
     return 1 if error else 0
 
