@@ -338,3 +338,54 @@ def test_a_worker_error_that_is_not_memory_is_not_retried():
 
     with pytest.raises(WorkerError):
         TurnPool(2, worker_factory=_Broken).run(_job(1))
+
+
+def test_a_job_run_again_alone_does_not_wait_on_a_spare_it_stopped():
+    """A job run alone takes the exclusive turn (stopping every other worker, spares included)
+    before it chooses its worker; the spare it then takes must run, or it never says it is ready
+    (the pool stalled on the H100, 2026-12-06, once a KernelBench problem ran out of memory beside
+    others)."""
+    from kernelgate.models import Failure, Reason
+
+    attempts = []
+
+    class _Stoppable(_FakeWorker):
+        """Like a real worker: a stopped process does not get ready (here: gives up after 3 s)."""
+
+        def __init__(self, env=None) -> None:
+            super().__init__(env)
+            self.stopped = threading.Event()
+
+        def pause(self) -> None:
+            self.stopped.set()
+
+        def resume(self) -> None:
+            self.stopped.clear()
+
+        def wait_ready(self, timeout: float, before_gpu=None) -> None:
+            if before_gpu is not None:
+                before_gpu()
+            limit = time.monotonic() + 3.0
+            while self.stopped.is_set():
+                if time.monotonic() > limit:
+                    raise WorkerError("canned: the worker is stopped and never got ready")
+                time.sleep(0.01)
+
+        def run(self, job, on_phase=None):
+            assert not self.stopped.is_set(), "the job's own worker runs while stopped"
+            attempts.append(job.candidate.name)
+            on_phase("load")
+            on_phase("run")
+            if len(attempts) == 1:
+                return WorkerResult(measurement=Measurement(failure=Failure(
+                    reason=Reason.out_of_memory, stage="numerics", message="CUDA out of memory")), exit="ok")
+            on_phase("timing")
+            return WorkerResult(measurement=Measurement(), exit="ok")
+
+    pool = TurnPool(2, worker_factory=_Stoppable, spares=2)
+    began = time.monotonic()
+    result = pool.run(_job(3))
+    assert attempts == ["3", "3"] and result.measurement.failure is None and result.seconds["run_alone"] == 1
+    assert time.monotonic() - began < 2.5  # not the 3 s of a stopped spare and its stand-in
+    assert pool.turns.state() == (0, False, 0)
+    pool.close()

@@ -611,9 +611,10 @@ class TurnPool:
             while not self._closed and len(self._idle) < self.spares:
                 self._idle.append(self._new_worker(env=self.env))
 
-    def _ready_worker(self, timeout: float, before_gpu: Callable[[], None]):
+    def _ready_worker(self, timeout: float, before_gpu: Callable[[], None], claim: Callable[[object], None]):
         """A spare (or a new worker when none is left), ready: its CUDA context made in the caller's
-        turn (``before_gpu``). A spare that died while it waited is replaced by a new worker once."""
+        turn (``before_gpu``). ``claim(worker)`` runs as soon as a worker is the job's, before it is
+        waited for. A spare that died while it waited is replaced by a new worker once."""
         with self._lock:
             worker = self._idle.pop(0) if self._idle else None
         retries = 1 if worker is not None else 0
@@ -622,6 +623,7 @@ class TurnPool:
             worker = worker or self._new_worker(env=self.env)
             with self._lock:
                 self._live.add(worker)
+            claim(worker)
             try:
                 worker.wait_ready(timeout, before_gpu=before_gpu)
                 return worker
@@ -649,6 +651,7 @@ class TurnPool:
     def _attempt(self, job: Job, alone: bool) -> WorkerResult:
         held: list[str] = []  # the turn this job holds now: [], ["shared"] or ["exclusive"]
         paused: list = []
+        own: list = []  # this job's worker, from the moment it is chosen (never stopped by the job itself)
         waited = {"turn_wait": 0.0, "timing_wait": 0.0}
         worker = None
 
@@ -672,10 +675,18 @@ class TurnPool:
             else:
                 waited["timing_wait"] += self.turns.acquire_exclusive()
                 with self._lock:  # spares still importing are stopped too: a quiet host
-                    paused.extend([w for w in self._live if w is not worker] + self._idle)
+                    paused.extend([w for w in [*self._live, *self._idle] if w not in own])
                 for other in paused:
                     other.pause()
             held.append(turn)
+
+        def claim(chosen) -> None:
+            """A job run alone took the exclusive turn before choosing its worker, and stopped the
+            spares then: the one it chose now runs (a stopped spare would never say it is ready)."""
+            own[:] = [chosen]
+            if chosen in paused:
+                paused.remove(chosen)
+                chosen.resume()
 
         def on_phase(phase: str) -> None:
             if alone:
@@ -695,7 +706,8 @@ class TurnPool:
                 take("exclusive")
             began = time.perf_counter()  # its imports take no turn; its CUDA context comes up in one
             worker = self._ready_worker(job.options.startup_timeout_s,
-                                        before_gpu=lambda: take("exclusive" if alone else "shared"))
+                                        before_gpu=lambda: take("exclusive" if alone else "shared"),
+                                        claim=claim)
             waited["worker_start"] = time.perf_counter() - began - waited["turn_wait"]
             if not alone:
                 leave()
