@@ -71,7 +71,7 @@ def _wait_value(stream: int, address: int, value: int) -> None:
 def candidate(conn, flag, x, y, event_handle) -> None:
     """The candidate's side: per request, wait on the flag, work, record the judge's event. An error
     goes back to the judge as ("error", text) instead of leaving it waiting."""
-    faulthandler.dump_traceback_later(REPLY_S * 4, exit=True)
+    faulthandler.dump_traceback_later(REPLY_S * 0.6)  # stuck: where, on stderr, before the judge gives up
     try:
         _serve(conn, flag, x, y, event_handle)
     except Exception as exc:  # noqa: BLE001 - reported to the judge, which records it
@@ -79,18 +79,23 @@ def candidate(conn, flag, x, y, event_handle) -> None:
 
 
 def _serve(conn, flag, x, y, event_handle) -> None:
+    print("candidate side: started", file=sys.stderr, flush=True)
     torch.cuda.init()
     done = torch.cuda.Event.from_ipc_handle(torch.cuda.current_device(), event_handle)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     stream = torch.cuda.current_stream()
     while True:
         request = conn.recv()
-        faulthandler.dump_traceback_later(REPLY_S * 4, exit=True)
+        faulthandler.dump_traceback_later(REPLY_S * 0.6)
         if request is None:
             return
         kind, amount, value, gated = request
+        if value <= 2:
+            print(f"candidate side: request {value} ({kind}, gated {gated}) received", file=sys.stderr, flush=True)
         if gated:
             _wait_value(stream.cuda_stream, flag.data_ptr(), value)
+            if value <= 2:
+                print(f"candidate side: wait {value} enqueued", file=sys.stderr, flush=True)
         start.record()
         if kind == "early":  # a forger: the judge's event first, the work after it
             done.record(stream)
