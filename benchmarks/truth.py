@@ -557,7 +557,8 @@ def metadata(check_only: bool) -> dict:
         "host": platform.node(),
         "versions": {"torch": torch.__version__, "triton": triton.__version__, "tilelang": tilelang_version,
                      "cuda": torch.version.cuda, "python": platform.python_version()},
-        "git_commit": _cmd(["git", "rev-parse", "HEAD"]),
+        # an exported tree (the device call) has no .git: its commit comes in KERNELGATE_COMMIT
+        "git_commit": _cmd(["git", "rev-parse", "HEAD"]) or os.environ.get("KERNELGATE_COMMIT"),
         "git_status_porcelain": _cmd(["git", "status", "--porcelain", "--", "benchmarks/truth.py",
                                       "benchmarks/corpus_existing.json", "examples"]),
         "mode": "check_only" if check_only else "label",
