@@ -41,6 +41,12 @@ CODE = ("kernelgate/", "adapters/", "reference_ops/", "examples/")
 
 # What a record measured, by the script its command runs (first match wins).
 MEASURES = (
+    ("benchmarks/truth.py", "Independent labels (correct? efficient?) for the study corpus and the "
+     "out-of-sample kernels, measured by a harness that imports nothing of kernelgate."),
+    ("benchmarks/score_truth.py score", "The gate's verdicts scored against the independent labels, "
+     "in-sample and out-of-sample apart (see docs/study_truth.md)."),
+    ("benchmarks/score_truth.py screen", "The gate's verdicts on the study corpus and the out-of-sample "
+     "kernels, for scoring against the independent labels."),
     ("benchmarks/study.py", "The study corpus: each kernel screened at full shape, the verdict set "
      "against what fixing the kernel showed (see docs/study.md)."),
     ("benchmarks/throughput.py", "Candidates per hour for a batch screened with `screen_many`, and "
@@ -79,6 +85,11 @@ def header(record: dict) -> dict:
         record = {**record["header"], **record}
     if isinstance(record.get("runs"), list) and record["runs"] and "problems" in record:  # kernelbench_all.py
         record = {**record["runs"][-1], **record}
+    if isinstance(record.get("meta"), dict) and "entries" in record:  # truth.py
+        record = {**record["meta"], "commit": record["meta"].get("git_commit"), **record}
+    if isinstance(record.get("gate_meta"), dict) and "disagreements" in record:  # score_truth.py score
+        gate = record["gate_meta"]
+        record = {"date": gate.get("date"), "device": gate.get("device"), "commit": gate.get("commit"), **record}
     env = record.get("environment") if isinstance(record.get("environment"), dict) else {}
     versions = record.get("versions") if isinstance(record.get("versions"), dict) else {}
     device = record.get("device", env.get("device"))
@@ -187,7 +198,25 @@ def study(r: dict) -> list[str]:
     return out + [""] + table(["kernel", "verdict", "t ms", "t_library ms", "LRE", "U"], rows)
 
 
+def throughput_modes(r: dict) -> list[str]:
+    b = r["batch"]
+    out = [f"- Batch: {num(b.get('candidates'))} candidates per mode ({num(b.get('distinct_cases'))} cases x "
+           f"{num(b.get('copies'))}), every candidate a mutated source of its own (`benchmarks/mutate.py`).", ""]
+    rows = []
+    for mode, m in r["modes"].items():
+        s, cache, settings = m["summary"], m.get("cache") or {}, m.get("settings") or {}
+        stages = s.get("median_stage_seconds") or {}
+        rows.append([mode, settings.get("concurrency"), settings.get("timing_adaptive"), s.get("candidates"),
+                     s.get("wall_seconds"), s.get("candidates_per_hour"), counts(s.get("by_status")),
+                     f"{num(cache.get('files_before'))} -> {num(cache.get('files_after'))}", stages.get("compile"),
+                     stages.get("total")])
+    return out + table(["mode", "concurrency", "adaptive", "candidates", "wall s", "an hour", "verdicts",
+                        "cache files", "median compile s", "median total s"], rows)
+
+
 def throughput(r: dict) -> list[str]:
+    if isinstance(r.get("modes"), dict):
+        return throughput_modes(r)
     out = [f"- Batch: {num(r['batch'].get('candidates'))} candidates ({num(r['batch'].get('distinct_cases'))} "
            f"cases); options: {json.dumps(r.get('options'), sort_keys=True)}."]
     for run in r.get("runs", []):
@@ -317,7 +346,32 @@ def kernelbench_all(r: dict) -> list[str]:
         ["problem", "file", "gate", "gate reason", "gate s", "KernelBench", "KernelBench s"], rows)
 
 
+def truth(r: dict) -> list[str]:
+    s = r.get("summary") or {}
+    return [f"- {num(s.get('entries'))} entries; labels: {counts(s.get('labels'))}; the kernel's stated intent "
+            f"matches its label for {num(s.get('intent_matches_label'))} of {num(s.get('with_intent_and_label'))}.",
+            ""]
+
+
+def study_truth(r: dict) -> list[str]:
+    rows = []
+    for corpus, s in (r.get("summary") or {}).items():
+        ax_c, ax_e = s.get("correctness_axis") or {}, s.get("efficiency_axis") or {}
+        rows.append([corpus.replace("_", "-"), s.get("entries"), s.get("counted"), s.get("agree"), s.get("disagree"),
+                     f"{num(ax_c.get('agree'))}/{num(ax_c.get('disagree'))}",
+                     f"{num(ax_e.get('agree'))}/{num(ax_e.get('disagree'))}"])
+    out = [f"- Truth: `{r.get('truth_file')}`; gate: `{r.get('gate_file')}`.", ""]
+    out += table(["corpus", "entries", "counted", "agree", "disagree", "correctness agree/disagree",
+                  "efficiency agree/disagree"], rows)
+    out += [f"- Disagreement: {d['name']} ({d['corpus'].replace('_', '-')}): {d['kind']}." for d in r.get("disagreements", [])]
+    return out + [""]
+
+
 def headline(r: dict) -> list[str]:
+    if "meta" in r and "entries" in r:
+        return truth(r)
+    if "gate_meta" in r and "disagreements" in r:
+        return study_truth(r)
     if "problems" in r and "summary" in r and isinstance(r["problems"], dict):
         return kernelbench_all(r)
     if "rows" in r and r["rows"] and "unexplained_ms" in r:
@@ -328,7 +382,7 @@ def headline(r: dict) -> list[str]:
         return study(r)
     if "results" in r and "summary" in r:
         return screens(r)
-    if "batch" in r and ("runs" in r or "partial_run" in r) and isinstance(r["batch"], dict):
+    if "batch" in r and ("runs" in r or "partial_run" in r or "modes" in r) and isinstance(r["batch"], dict):
         return throughput(r)
     if "ops" in r and "peaks" in r:
         return library_ops(r)

@@ -91,3 +91,27 @@ def test_staleness_rule(tmp_path, monkeypatch):
     text = page.render()
     assert text == page.render()  # nothing from the clock or the run
     assert "## r.json" in text and f"`{made_at}`" in text and first_change[:10] in text
+
+
+def test_truth_scores_and_throughput_modes_are_read_from_their_records():
+    page = _load_script()
+    truth = {"meta": {"command": "python benchmarks/truth.py --out t.json", "date": "2026-12-06", "git_commit": None,
+                      "device": {"name": "GPU X"}},
+             "summary": {"entries": 3, "labels": {"efficient": 2, "incorrect": 1}, "intent_matches_label": 1,
+                         "with_intent_and_label": 2}, "entries": []}
+    assert page.header(truth)["device"] == "GPU X" and page.header(truth)["date"] == "2026-12-06"
+    assert "3 entries; labels: 2 efficient, 1 incorrect" in "\n".join(page.headline(truth))
+    scored = {"gate_meta": {"date": "2026-12-07", "commit": "abc", "device": {"name": "GPU Y"}},
+              "truth_file": "t.json", "gate_file": "g.json",
+              "summary": {"in_sample": {"entries": 4, "counted": 4, "agree": 3, "disagree": 1,
+                                        "correctness_axis": {"agree": 4, "disagree": 0},
+                                        "efficiency_axis": {"agree": 3, "disagree": 1}}},
+              "disagreements": [{"name": "k1", "corpus": "in_sample", "kind": "flagged an efficient kernel"}]}
+    assert page.header(scored)["commit"] == "abc"
+    text = "\n".join(page.headline(scored))
+    assert "| in-sample | 4 | 4 | 3 | 1 | 4/0 | 3/1 |" in text and "k1 (in-sample): flagged an efficient kernel" in text
+    modes = {"batch": {"candidates": 2, "distinct_cases": 2, "copies": 1},
+             "modes": {"cold": {"settings": {"concurrency": 1}, "cache": {"files_before": 0, "files_after": 5},
+                                "summary": {"candidates": 2, "wall_seconds": 10.0, "candidates_per_hour": 720.0,
+                                            "by_status": {"accept": 2}, "median_stage_seconds": {"compile": 3.0}}}}}
+    assert "| cold | 1 | - | 2 | 10 | 720 | 2 accept | 0 -> 5 | 3 | - |" in "\n".join(page.headline(modes))
