@@ -23,7 +23,14 @@ events around the same work. What decides whether the gate can use it: the sprea
    end too: two processes' contexts are time-sliced, not run at once (no MPS), so if that clock
    includes the forger's work (up to a time slice), the early event hides nothing.
 
+0. A preflight first: the judge raises the flag 0.3 s after its request, without waiting for the
+   reply, and the candidate's side reports how long its host call that enqueues the wait took. On
+   the H100 (2026-12-06, a9bc8ae) the candidate's side never replied to its first request within
+   20 s; if the enqueue blocks the host until the flag is up, every later case would deadlock
+   (the judge raises the flag only after the reply), and the probe stops there and says so.
+
     python3 benchmarks/probes/handshake_clock.py --out "$OUT/handshake_clock_h200.json"   # GPU only, ~1 min
+    python3 benchmarks/probes/handshake_clock.py --only preflight --out "$OUT/handshake_preflight.json"  # ~15 s
 
 Imports torch only (no kernelgate). Without a GPU it says so and exits 2.
 """
@@ -90,10 +97,13 @@ def _serve(conn, flag, x, y, event_handle) -> None:
         if request is None:
             return
         kind, amount, value, gated = request
+        wait_call_ms = 0.0
         if value <= 2:
             print(f"candidate side: request {value} ({kind}, gated {gated}) received", file=sys.stderr, flush=True)
+        began = time.perf_counter()
         if gated:
             _wait_value(stream.cuda_stream, flag.data_ptr(), value)
+            wait_call_ms = (time.perf_counter() - began) * 1e3
             if value <= 2:
                 print(f"candidate side: wait {value} enqueued", file=sys.stderr, flush=True)
         start.record()
@@ -107,6 +117,10 @@ def _serve(conn, flag, x, y, event_handle) -> None:
         end.record()
         if kind != "early":
             done.record(stream)
+        if kind == "preflight":  # how long the host call to enqueue the wait took
+            conn.send(("enqueued", wait_call_ms))
+            torch.cuda.synchronize()
+            continue
         conn.send("enqueued")
         torch.cuda.synchronize()
         conn.send(start.elapsed_time(end))
@@ -145,6 +159,21 @@ def judge(conn, flag, x, y, staging, done, kind: str, amount: int, gated: bool,
     return mark.elapsed_time(end), start.elapsed_time(mark), own, mark.elapsed_time(after)
 
 
+def preflight(conn, flag, value: int, delay_s: float = 0.3) -> dict:
+    """Does enqueueing the wait block the candidate's host thread until the flag is up? The judge
+    raises the flag ``delay_s`` after its request without waiting for a reply: a host call that
+    blocks returns after about ``delay_s`` (and the judge-after-reply order of the real cases would
+    deadlock); a GPU-side wait returns at once."""
+    conn.send(("preflight", 0, value, True))
+    time.sleep(delay_s)
+    flag.fill_(value)
+    torch.cuda.synchronize()
+    message = _reply(conn, "the preflight's enqueue time")
+    wait_call_ms = message[1]
+    return {"value": value, "flag_raised_after_ms": delay_s * 1e3, "wait_call_ms": wait_call_ms,
+            "host_blocking": wait_call_ms > 0.5 * delay_s * 1e3}
+
+
 def _reply(conn, what: str):
     """The candidate side's next message; RuntimeError when it reports an error or says nothing in time."""
     if not conn.poll(REPLY_S):
@@ -177,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--reps", type=int, default=REPS)
-    parser.add_argument("--only", choices=("sleep", "copy", "early"), action="append",
+    parser.add_argument("--only", choices=("sleep", "copy", "early", "preflight"), action="append",
                         help="run these kinds of case only (repeatable; default all)")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
@@ -196,6 +225,14 @@ def main(argv: list[str] | None = None) -> int:
     rows, value, error = [], 0, None
     began = time.perf_counter()
     try:
+        for _ in range(2):  # the first one also pays for the candidate side's start
+            value += 1
+            rows.append({"kind": "preflight", **preflight(ours, flag, value)})
+            print(json.dumps(rows[-1]), flush=True)
+        _write(args.out, argv, began, args.reps, None, rows)
+        if rows[-1]["host_blocking"]:
+            raise RuntimeError("enqueueing cuStreamWaitValue32 blocks the candidate's host thread until the "
+                               "flag is up: the handshake must raise the flag without waiting for a reply")
         cases = [("sleep", c) for c in SLEEP_CYCLES] + [("copy", mb * (1 << 20) // 4) for mb in SIZES_MB]
         forgers = [("early", c) for c in EARLY_CYCLES]
         plan = [(g, k, a) for g in (True, False) for k, a in cases] + [(True, k, a) for k, a in forgers]
