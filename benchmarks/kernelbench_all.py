@@ -8,7 +8,8 @@ Each call writes ``$OUT/kernelbench_all_h200.json`` after every problem, so a ca
 limit still returns what it finished. Copy that file to ``benchmarks/results/kernelbench_all_h200.json``
 here and run the same command again: ``--resume`` skips what is recorded (a missing file starts a
 fresh record) and the next call goes on; once every problem has a gate record, a call spends its
-time on KernelBench's own eval. Level 3 is behind ``--levels 1 2 3``.
+time on KernelBench's own eval. Level 3 is behind ``--levels 1 2 3``. SIGUSR1 prints every
+thread's stack to stderr (``timeout -s USR1 -k 10 T ...``: where a stalled run waits, then the kill).
 
 ``.kb`` is a KernelBench export, made here once (about 0.9 MB; ``/.kb/`` is in ``.git/info/exclude``):
 
@@ -44,6 +45,7 @@ the worker fault on those problems, ``--fake-gate broken`` gives a lane that can
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import hashlib
 import json
 import os
@@ -596,6 +598,7 @@ def fake_lane(mode: str, fault_names: Iterable[str]):
 
 
 def main(argv: list[str] | None = None) -> int:
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # a stalled run says where it waits
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kernelbench", required=True, help="a KernelBench checkout (or an export of it)")
     parser.add_argument("--out", help="the results JSON to write (after every problem)")
