@@ -389,3 +389,28 @@ def test_a_job_run_again_alone_does_not_wait_on_a_spare_it_stopped():
     assert time.monotonic() - began < 2.5  # not the 3 s of a stopped spare and its stand-in
     assert pool.turns.state() == (0, False, 0)
     pool.close()
+
+
+def test_a_real_job_out_of_memory_runs_again_alone_beside_real_spares():
+    """The same with real worker processes: the spares are really stopped (SIGSTOP) when the job
+    run alone takes the exclusive turn, and the one it then takes must be resumed."""
+    from kernelgate import ScreenOptions
+    from kernelgate.models import Reason
+
+    pool = TurnPool(2)  # real workers; two spares started ahead
+    options = ScreenOptions(host_memory_mb=3072, run_timeout_s=60, load_timeout_s=60, startup_timeout_s=60)
+    job = Job(candidate=Candidate(source=fixture_source("oom_host.py"), entry="kernel", dsl="triton"),
+              problem=Problem.op("rowsum", rows=8, cols=128), options=options)
+    results: list = []
+    runner = threading.Thread(target=lambda: results.append(pool.run(job)), daemon=True)
+    try:
+        runner.start()
+        runner.join(150)
+        assert not runner.is_alive(), "the job run again alone waited on a stopped spare"
+        (result,) = results
+        assert result.seconds.get("run_alone") == 1
+        assert result.measurement.failure is not None and result.measurement.failure.reason is Reason.out_of_memory
+    finally:
+        for worker in [*pool._live, *pool._idle]:
+            worker.resume()
+        pool.close()
