@@ -180,25 +180,29 @@ def test_a_waiting_timing_runs_between_the_parts_of_anothers_numerics():
     assert pool.turns.state() == (0, False, 0)
 
 
+class _Hungry(_FakeWorker):
+    """Out of GPU memory on the pool's first attempt, through on the next (its job run alone)."""
+
+    attempts: list[str] = []
+
+    def run(self, job, on_phase=None):
+        from kernelgate.models import Failure, Reason
+
+        self.attempts.append(job.candidate.name)
+        on_phase("load")
+        on_phase("run")
+        if len(self.attempts) == 1:
+            return WorkerResult(measurement=Measurement(failure=Failure(
+                reason=Reason.out_of_memory, stage="numerics", message="CUDA out of memory")), exit="ok")
+        on_phase("timing")
+        return WorkerResult(measurement=Measurement(), exit="ok")
+
+
 def test_out_of_memory_beside_others_runs_again_alone():
-    from kernelgate.models import Failure, Reason
-
-    attempts = []
-
-    class _Hungry(_FakeWorker):
-        def run(self, job, on_phase=None):
-            attempts.append(job.candidate.name)
-            on_phase("load")
-            on_phase("run")
-            if len(attempts) == 1:
-                return WorkerResult(measurement=Measurement(failure=Failure(
-                    reason=Reason.out_of_memory, stage="numerics", message="CUDA out of memory")), exit="ok")
-            on_phase("timing")
-            return WorkerResult(measurement=Measurement(), exit="ok")
-
+    _Hungry.attempts = []
     pool = TurnPool(3, worker_factory=_Hungry)
     result = pool.run(_job(7))
-    assert attempts == ["7", "7"] and result.measurement.failure is None and result.seconds["run_alone"] == 1
+    assert _Hungry.attempts == ["7", "7"] and result.measurement.failure is None and result.seconds["run_alone"] == 1
     assert pool.turns.state() == (0, False, 0)
 
 
@@ -345,11 +349,8 @@ def test_a_job_run_again_alone_does_not_wait_on_a_spare_it_stopped():
     before it chooses its worker; the spare it then takes must run, or it never says it is ready
     (the pool stalled on the H100, 2026-12-06, once a KernelBench problem ran out of memory beside
     others)."""
-    from kernelgate.models import Failure, Reason
 
-    attempts = []
-
-    class _Stoppable(_FakeWorker):
+    class _Stoppable(_Hungry):
         """Like a real worker: a stopped process does not get ready (here: gives up after 3 s)."""
 
         def __init__(self, env=None) -> None:
@@ -373,19 +374,13 @@ def test_a_job_run_again_alone_does_not_wait_on_a_spare_it_stopped():
 
         def run(self, job, on_phase=None):
             assert not self.stopped.is_set(), "the job's own worker runs while stopped"
-            attempts.append(job.candidate.name)
-            on_phase("load")
-            on_phase("run")
-            if len(attempts) == 1:
-                return WorkerResult(measurement=Measurement(failure=Failure(
-                    reason=Reason.out_of_memory, stage="numerics", message="CUDA out of memory")), exit="ok")
-            on_phase("timing")
-            return WorkerResult(measurement=Measurement(), exit="ok")
+            return super().run(job, on_phase)
 
+    _Hungry.attempts = []
     pool = TurnPool(2, worker_factory=_Stoppable, spares=2)
     began = time.monotonic()
     result = pool.run(_job(3))
-    assert attempts == ["3", "3"] and result.measurement.failure is None and result.seconds["run_alone"] == 1
+    assert _Hungry.attempts == ["3", "3"] and result.measurement.failure is None and result.seconds["run_alone"] == 1
     assert time.monotonic() - began < 2.5  # not the 3 s of a stopped spare and its stand-in
     assert pool.turns.state() == (0, False, 0)
     pool.close()
