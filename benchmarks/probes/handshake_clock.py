@@ -42,12 +42,12 @@ import ctypes
 import faulthandler
 import json
 import platform
-import statistics
 import sys
 import time
 
 import torch
 import torch.multiprocessing as mp
+from _ipc_probe import serve_reporting, stop, summary
 
 WAIT_GEQ = 0x0  # CU_STREAM_WAIT_VALUE_GEQ: (int32)(*addr - value) >= 0
 SIZES_MB = (1, 16, 256)
@@ -78,11 +78,7 @@ def _wait_value(stream: int, address: int, value: int) -> None:
 def candidate(conn, flag, x, y, event_handle) -> None:
     """The candidate's side: per request, wait on the flag, work, record the judge's event. An error
     goes back to the judge as ("error", text) instead of leaving it waiting."""
-    faulthandler.dump_traceback_later(REPLY_S * 0.6)  # stuck: where, on stderr, before the judge gives up
-    try:
-        _serve(conn, flag, x, y, event_handle)
-    except Exception as exc:  # noqa: BLE001 - reported to the judge, which records it
-        conn.send(("error", f"candidate side: {type(exc).__name__}: {exc}"))
+    serve_reporting(_serve, conn, flag, x, y, event_handle, stuck_s=REPLY_S * 0.6)
 
 
 def _serve(conn, flag, x, y, event_handle) -> None:
@@ -184,12 +180,6 @@ def _reply(conn, what: str):
     return message
 
 
-def _summary(values: list[float]) -> dict:
-    ordered = sorted(values)
-    return {"median": statistics.median(ordered), "p10": ordered[len(ordered) // 10],
-            "p90": ordered[(9 * len(ordered)) // 10], "min": ordered[0], "max": ordered[-1]}
-
-
 def _write(out: str, argv: list[str] | None, began: float, reps: int, error: str | None, rows: list) -> None:
     """The record so far (after every row: a run cut short keeps what finished)."""
     record = {"command": " ".join(["python3 benchmarks/probes/handshake_clock.py", *(sys.argv[1:] if argv is None else argv)]),
@@ -250,10 +240,10 @@ def main(argv: list[str] | None = None) -> int:
                     own.append(o)
                     behind.append(b)
             gap = [a - b for a, b in zip(judged, own)]
-            rows.append({"kind": kind, "amount": amount, "gated": gated, "judge_ms": _summary(judged),
-                         "judge_prepare_ms": _summary(prepared), "candidate_ms": _summary(own),
-                         "judge_minus_candidate_ms": _summary(gap),
-                         "judge_to_own_kernel_ms": _summary(behind)})
+            rows.append({"kind": kind, "amount": amount, "gated": gated, "judge_ms": summary(judged),
+                         "judge_prepare_ms": summary(prepared), "candidate_ms": summary(own),
+                         "judge_minus_candidate_ms": summary(gap),
+                         "judge_to_own_kernel_ms": summary(behind)})
             _write(args.out, argv, began, args.reps, None, rows)
             print(json.dumps({k: rows[-1][k] for k in ("kind", "amount", "gated")}),
                   f"judge {rows[-1]['judge_ms']['median']:.4f} ms, own {rows[-1]['candidate_ms']['median']:.4f} ms,",
@@ -264,12 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         error = f"{type(exc).__name__}: {exc}"
         print("handshake_clock:", error, file=sys.stderr)
     finally:
-        faulthandler.cancel_dump_traceback_later()
-        if child.is_alive() and error is None:
-            ours.send(None)
-        child.join(timeout=10)
-        if child.is_alive():
-            child.kill()
+        stop(child, ours, error)
     _write(args.out, argv, began, args.reps, error, rows)
     return 1 if error else 0
 

@@ -29,12 +29,12 @@ import ctypes
 import faulthandler
 import json
 import platform
-import statistics
 import sys
 import time
 
 import torch
 import torch.multiprocessing as mp
+from _ipc_probe import serve_reporting, stop, summary
 
 WAIT_GEQ = 0x0  # CU_STREAM_WAIT_VALUE_GEQ: (int32)(*addr - value) >= 0
 HOST_REGISTER_PORTABLE, HOST_REGISTER_DEVICEMAP = 0x1, 0x2
@@ -77,11 +77,7 @@ def _wait_value(stream: int, address: int, value: int) -> None:
 
 def candidate(conn, words, x, y, event_handle) -> None:
     """The candidate's side. An error goes back to the judge as ("error", text)."""
-    faulthandler.dump_traceback_later(REPLY_S * 0.6)  # stuck: where, on stderr, before the judge gives up
-    try:
-        _serve(conn, words, x, y, event_handle)
-    except Exception as exc:  # noqa: BLE001 - reported to the judge, which records it
-        conn.send(("error", f"candidate side: {type(exc).__name__}: {exc}"))
+    serve_reporting(_serve, conn, words, x, y, event_handle, stuck_s=REPLY_S * 0.6)
 
 
 def _serve(conn, words, x, y, event_handle) -> None:
@@ -162,12 +158,6 @@ def judge(conn, words, x, y, staging, done, kind: str, amount: int, value: int) 
     return (t1 - t0) * 1e3, own, wait_call_ms
 
 
-def _summary(values: list[float]) -> dict:
-    ordered = sorted(values)
-    return {"median": statistics.median(ordered), "p10": ordered[len(ordered) // 10],
-            "p90": ordered[(9 * len(ordered)) // 10], "min": ordered[0], "max": ordered[-1]}
-
-
 def _write(out: str, argv: list[str] | None, began: float, reps: int, error: str | None, rows: list) -> None:
     record = {"command": " ".join(["python3 benchmarks/probes/host_flag_clock.py",
                                    *(sys.argv[1:] if argv is None else argv)]),
@@ -220,9 +210,9 @@ def main(argv: list[str] | None = None) -> int:
                     judged.append(j)
                     own.append(o)
                     enqueue.append(w)
-            rows.append({"kind": kind, "amount": amount, "judge_ms": _summary(judged), "candidate_ms": _summary(own),
-                         "judge_minus_candidate_ms": _summary([a - b for a, b in zip(judged, own)]),
-                         "candidate_wait_enqueue_ms": _summary(enqueue)})
+            rows.append({"kind": kind, "amount": amount, "judge_ms": summary(judged), "candidate_ms": summary(own),
+                         "judge_minus_candidate_ms": summary([a - b for a, b in zip(judged, own)]),
+                         "candidate_wait_enqueue_ms": summary(enqueue)})
             _write(args.out, argv, began, args.reps, None, rows)
             gap = rows[-1]["judge_minus_candidate_ms"]
             print(f"{kind} {amount}: judge {rows[-1]['judge_ms']['median']:.4f} ms, own "
@@ -232,13 +222,8 @@ def main(argv: list[str] | None = None) -> int:
         error = f"{type(exc).__name__}: {exc}"
         print("host_flag_clock:", error, file=sys.stderr)
     finally:
-        faulthandler.cancel_dump_traceback_later()
         words[0] = 1 << 30  # release any wait still queued on the candidate's side
-        if child.is_alive() and error is None:
-            ours.send(None)
-        child.join(timeout=10)
-        if child.is_alive():
-            child.kill()
+        stop(child, ours, error)
     _write(args.out, argv, began, args.reps, error, rows)
     return 1 if error else 0
 
