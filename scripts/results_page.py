@@ -298,6 +298,22 @@ def probes(r: dict) -> list[str]:
     return table(["config", "candidate ms", "cuDNN ms", "permute ms", "kernel only ms"], rows)
 
 
+def clock_probe(r: dict) -> list[str]:
+    """The judge-clock probes (``benchmarks/probes/*_clock.py``): per kind and size of work, the judge's
+    host clock from its flag store to the candidate's event, beside the candidate's own events."""
+    out = [f"- Error: {r['error']}" if r.get("error") else "- Ran to the end.", ""]
+    rows = []
+    for x in r["rows"]:
+        if x.get("kind") == "preflight":
+            rows.append(["preflight", x.get("value"), "-", "-", "-", f"enqueue {num(x.get('wait_call_ms'))} ms, "
+                         f"host blocking: {x.get('host_blocking')}"])
+            continue
+        judge, own, gap = (x.get(k) or {} for k in ("judge_ms", "candidate_ms", "judge_minus_candidate_ms"))
+        rows.append([x.get("kind"), x.get("amount"), num(judge.get("median")), num(own.get("median")),
+                     f"{num(gap.get('median'))} ({num(gap.get('p10'))} to {num(gap.get('p90'))})", "-"])
+    return out + table(["kind", "amount", "judge ms", "candidate ms", "judge - candidate ms (p10 to p90)", "note"], rows)
+
+
 def generic(r: dict) -> list[str]:
     flat = [(k, v) for k, v in r.items() if isinstance(v, (int, float, str)) and k not in ("command", "date")]
     return [f"- {k}: {num(v)}" for k, v in flat] + [""]
@@ -396,6 +412,8 @@ def headline(r: dict) -> list[str]:
         return contention(r)
     if "passed" in r:
         return gpu_tests(r)
+    if "rows" in r and "reps" in r and "error" in r:
+        return clock_probe(r)
     if "rows" in r:
         return probes(r)
     return generic(r)

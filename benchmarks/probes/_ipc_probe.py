@@ -5,7 +5,10 @@ Imports nothing of kernelgate."""
 from __future__ import annotations
 
 import faulthandler
+import os
 import statistics
+import subprocess
+from pathlib import Path
 from typing import Callable
 
 
@@ -33,3 +36,28 @@ def summary(values: list[float]) -> dict:
     ordered = sorted(values)
     return {"median": statistics.median(ordered), "p10": ordered[len(ordered) // 10],
             "p90": ordered[(9 * len(ordered)) // 10], "min": ordered[0], "max": ordered[-1]}
+
+
+def warm_up(torch, x, y) -> None:
+    """Launch every kernel the candidate's side will enqueue behind a wait, once, before any wait.
+    With lazy module loading (CUDA's default) the first launch of a kernel loads its module, and
+    that waits for the context's queued work: behind a stream wait that only the flag releases, the
+    launch blocks the host until the judge stores the flag. On an H100 (2026-12-06) the first
+    ``torch.cuda._sleep`` behind the wait blocked for the whole 20 s reply limit."""
+    torch.cuda._sleep(1000)
+    torch.mul(x[:1], 2.0, out=y[:1])
+    torch.cuda.synchronize()
+
+
+def provenance(torch) -> dict:
+    """The commit (``KERNELGATE_COMMIT`` on the device, else git here) and the GPU's UUID, for the record."""
+    commit = os.environ.get("KERNELGATE_COMMIT")
+    if not commit:
+        try:
+            commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
+                                    capture_output=True, text=True, check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            commit = None
+    props = torch.cuda.get_device_properties(0)
+    uuid = str(getattr(props, "uuid", "")) or None
+    return {"commit": commit, "device_uuid": f"GPU-{uuid}" if uuid and not uuid.startswith("GPU-") else uuid}

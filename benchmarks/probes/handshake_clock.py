@@ -47,7 +47,7 @@ import time
 
 import torch
 import torch.multiprocessing as mp
-from _ipc_probe import serve_reporting, stop, summary
+from _ipc_probe import provenance, serve_reporting, stop, summary, warm_up
 
 WAIT_GEQ = 0x0  # CU_STREAM_WAIT_VALUE_GEQ: (int32)(*addr - value) >= 0
 SIZES_MB = (1, 16, 256)
@@ -87,6 +87,7 @@ def _serve(conn, flag, x, y, event_handle) -> None:
     done = torch.cuda.Event.from_ipc_handle(torch.cuda.current_device(), event_handle)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     stream = torch.cuda.current_stream()
+    warm_up(torch, x, y)
     while True:
         request = conn.recv()
         faulthandler.dump_traceback_later(REPLY_S * 0.6)
@@ -184,7 +185,7 @@ def _write(out: str, argv: list[str] | None, began: float, reps: int, error: str
     """The record so far (after every row: a run cut short keeps what finished)."""
     record = {"command": " ".join(["python3 benchmarks/probes/handshake_clock.py", *(sys.argv[1:] if argv is None else argv)]),
               "date": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
-              "device": torch.cuda.get_device_name(0), "torch": torch.__version__, "python": platform.python_version(),
+              "device": torch.cuda.get_device_name(0), **provenance(torch), "torch": torch.__version__, "python": platform.python_version(),
               "seconds": round(time.perf_counter() - began, 1), "reps": reps,
               "can_use_stream_mem_ops_v1": _driver_attribute(92),  # CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1
               "error": error, "rows": rows}

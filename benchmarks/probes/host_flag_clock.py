@@ -34,7 +34,7 @@ import time
 
 import torch
 import torch.multiprocessing as mp
-from _ipc_probe import serve_reporting, stop, summary
+from _ipc_probe import provenance, serve_reporting, stop, summary, warm_up
 
 WAIT_GEQ = 0x0  # CU_STREAM_WAIT_VALUE_GEQ: (int32)(*addr - value) >= 0
 HOST_REGISTER_PORTABLE, HOST_REGISTER_DEVICEMAP = 0x1, 0x2
@@ -88,6 +88,7 @@ def _serve(conn, words, x, y, event_handle) -> None:
     done = torch.cuda.Event.from_ipc_handle(torch.cuda.current_device(), event_handle)
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     stream = torch.cuda.current_stream()
+    warm_up(torch, x, y)
     conn.send(("ready", None))
     while True:
         request = conn.recv()
@@ -162,7 +163,7 @@ def _write(out: str, argv: list[str] | None, began: float, reps: int, error: str
     record = {"command": " ".join(["python3 benchmarks/probes/host_flag_clock.py",
                                    *(sys.argv[1:] if argv is None else argv)]),
               "date": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
-              "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+              "device": torch.cuda.get_device_name(0), **provenance(torch), "torch": torch.__version__,
               "python": platform.python_version(), "seconds": round(time.perf_counter() - began, 1),
               "reps": reps, "error": error, "rows": rows}
     with open(out, "w") as f:
