@@ -389,6 +389,9 @@ class MemoryReport(Model):
     """Inputs + output + parameters of the problem: one call's data."""
     judge_peak_bytes: int = Field(ge=0)
     """The judge's own peak: reference, expected outputs, input sets, pristine copies, checks."""
+    judge_reserved_peak_bytes: int | None = None
+    """The most the judge's caching allocator held from the device (``max_memory_reserved``):
+    what the candidate's process could not have, freed blocks kept for reuse included."""
     candidate_peak_bytes: int | None = None
     """The candidate's process, as it reports it (its own allocations and its opened inputs)."""
     judge_peak_by_phase: dict[str, int] = Field(default_factory=dict)

@@ -46,3 +46,37 @@ def test_an_endless_kernel_on_a_level1_problem_is_a_run_timeout_within_30_s():
     took = time.perf_counter() - began
     assert verdict.status is Status.reject and verdict.reason is Reason.run_timeout, verdict.summary
     assert took < 30, f"the hang cost {took:.1f} s"
+
+
+HONEST = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _relu(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=offs < n)
+
+
+class ModelNew(torch.nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        n = x.numel()
+        _relu[(triton.cdiv(n, 4096),)](x, y, n, BLOCK=4096)
+        return y
+'''
+
+
+def test_an_honest_kernel_on_the_largest_level1_input_is_not_refused_for_the_judges_memory():
+    """On an 80 GB H100 (2026-12-06) this problem's candidates ran out of memory beside the judge's
+    allocator cache (the judge had allocated 4.5x the 12.9 GB footprint at its peak and kept more)."""
+    verdict = screen(Candidate(source=HONEST, name="relu_honest"), Problem.file(str(RELU)))
+    assert verdict.reason is not Reason.out_of_memory, verdict.summary
+    assert verdict.status is not Status.reject, verdict.summary
+    memory = verdict.memory
+    assert memory is not None and memory.judge_reserved_peak_bytes is not None
+    # the allocator's hold is recorded beside the allocations (it is never less than them)
+    assert memory.judge_reserved_peak_bytes >= memory.judge_peak_bytes > 0, memory.model_dump()

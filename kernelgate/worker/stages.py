@@ -152,6 +152,8 @@ class Screen:
         self.output_bytes = 0
         self.phase_peaks: dict[str, int] = {}
         self.judge_peak = 0
+        self.judge_reserved_peak = 0
+        """The most the judge's allocator held from the device (allocated or cached for reuse)."""
         self._peak_carry = 0
         """The phase's peak before a reset inside it (``expected`` measures the reference's own call)."""
         self.reference_growth = 0
@@ -187,6 +189,21 @@ class Screen:
             torch.cuda.ipc_collect()
             torch.cuda.empty_cache()
 
+    def _carry_peaks(self) -> None:
+        """Keep the peaks so far before a reset of torch's peak statistics."""
+        self._peak_carry = max(self._peak_carry, torch.cuda.max_memory_allocated())
+        self.judge_reserved_peak = max(self.judge_reserved_peak, int(torch.cuda.max_memory_reserved()))
+
+    def _free_cache_if_large(self, *held) -> None:
+        """After the reference ran on a large problem, its temporaries (the input clones, the fp64
+        inputs) go back to the device before the candidate's process asks for memory: the judge's
+        caching allocator would keep them reserved, and on an 80 GB H100 the 6 GB KernelBench
+        problems ran the candidate out of memory beside them."""
+        size = sum(t.numel() * t.element_size() for x in held
+                   for t in (x if isinstance(x, list) else [x]) if isinstance(t, torch.Tensor))
+        if size > self.opts.keep_alive_bytes:
+            self._free_cache()
+
     def stage_done(self, name: str) -> None:
         now = time.perf_counter()
         self.m.stage_seconds[name] = round(now - self._clock, 4)
@@ -194,6 +211,7 @@ class Screen:
         if self.cuda:
             self.phase_peaks[name] = max(self._peak_carry, int(torch.cuda.max_memory_allocated()))
             self.judge_peak = max(self.judge_peak, self.phase_peaks[name])
+            self.judge_reserved_peak = max(self.judge_reserved_peak, int(torch.cuda.max_memory_reserved()))
             torch.cuda.reset_peak_memory_stats()
             self._peak_carry = 0
 
@@ -234,7 +252,7 @@ class Screen:
                 _sync()
                 measure = self.cuda and problem is self.problem
                 if measure:  # what the reference's own call allocates (the memory budget's baseline)
-                    self._peak_carry = max(self._peak_carry, torch.cuda.max_memory_allocated())
+                    self._carry_peaks()
                     before = torch.cuda.memory_allocated()
                     torch.cuda.reset_peak_memory_stats()
                 began = time.perf_counter()
@@ -245,9 +263,10 @@ class Screen:
                     self.reference_growth = max(self.reference_growth, torch.cuda.max_memory_allocated() - before)
                 del clones
                 if reference64 is None:
+                    self._free_cache_if_large(inputs, ref)
                     return ref, None, took
                 if measure:  # the fp64 reference's own memory: the judge's, reported apart
-                    self._peak_carry = max(self._peak_carry, torch.cuda.max_memory_allocated())
+                    self._carry_peaks()
                     before = torch.cuda.memory_allocated()
                     torch.cuda.reset_peak_memory_stats()
                 ref64 = reference64(*[(x.double() if x.is_floating_point() else x.clone())
@@ -259,7 +278,9 @@ class Screen:
         except (RuntimeError, ValueError, TypeError, IndexError) as exc:  # the problem's fault, not the gate's
             raise ProblemError(f"the reference failed on the problem's own inputs: {type(exc).__name__}: "
                                f"{str(exc)[:300]} (a shape override that leaves a derived global behind?)") from exc
-        return ref, ref64.double(), took
+        ref64 = ref64.double()
+        self._free_cache_if_large(inputs, ref, ref64)
+        return ref, ref64, took
 
     def shared(self, inputs: list) -> list:
         return [self.space.copy_of(x) for x in inputs]
@@ -868,6 +889,7 @@ class Screen:
             self.m.memory = MemoryReport(
                 footprint_bytes=self.footprint, candidate_peak_bytes=self.remote.peak_bytes,
                 judge_peak_bytes=max(self.judge_peak, self._peak_carry, int(torch.cuda.max_memory_allocated())),
+                judge_reserved_peak_bytes=max(self.judge_reserved_peak, int(torch.cuda.max_memory_reserved())),
                 judge_peak_by_phase=self.phase_peaks, fixed_bytes=L2_FLUSH_BYTES if self.timed_requests else 0,
                 reference_peak_bytes=self.footprint - self.output_bytes + self.reference_growth,
                 reference_fp64_peak_bytes=self.reference64_growth)
@@ -954,7 +976,8 @@ class Remote:
             message = where + found.message
             if found.reason == Reason.out_of_memory.value and screen.cuda:
                 message += (f" (the candidate's process had {(self.peak_bytes or 0) / 1e9:.2f} GB at its peak; "
-                            f"the judge {torch.cuda.max_memory_allocated() / 1e9:.2f} GB; the problem's data is "
+                            f"the judge {torch.cuda.max_memory_allocated() / 1e9:.2f} GB, "
+                            f"{torch.cuda.memory_reserved() / 1e9:.2f} GB held by its allocator; the problem's data is "
                             f"{screen.footprint / 1e9:.2f} GB)")
             raise screen.fail(Reason(found.reason), message, stage)
 
