@@ -45,7 +45,8 @@ def warm_up(torch, x, y) -> None:
     launch blocks the host until the judge stores the flag. On an H100 (2026-12-06) the first
     ``torch.cuda._sleep`` behind the wait blocked for the whole 20 s reply limit."""
     torch.cuda._sleep(1000)
-    torch.mul(x[:1], 2.0, out=y[:1])
+    torch.mul(x[:1], 2.0, out=y[:1])  # the short and the long forms of the elementwise kernel
+    torch.mul(x, 2.0, out=y)
     torch.cuda.synchronize()
 
 

@@ -12,6 +12,11 @@ maps for the GPU (``cudaHostRegister``, mapped and portable). Per call:
    flag from the host and starts its host clock; it stops the clock when the interprocess event
    completes (``query()``, polled). Nothing of the judge's is queued on the GPU meanwhile.
 
+Rows: ``sleep`` (a GPU sleep of N cycles), ``copy`` (a memory-bound call of N elements), ``stream``
+(N calls of 1 MB back to back behind one wait: the host's cost per call is out of the clock) and
+``judge_side`` (the same N calls in the judge's own process behind a wait on a word it mapped
+itself: how the library would be timed beside it).
+
 What decides whether the gate can use it: that enqueueing the wait does not block the candidate's
 host thread (the preflight: the flag is stored 0.3 s after the request, without waiting for the
 reply), and the spread of (judge - candidate) per size of work, against the 1.5 to 2.5 ms of the
@@ -40,6 +45,8 @@ WAIT_GEQ = 0x0  # CU_STREAM_WAIT_VALUE_GEQ: (int32)(*addr - value) >= 0
 HOST_REGISTER_PORTABLE, HOST_REGISTER_DEVICEMAP = 0x1, 0x2
 SLEEP_CYCLES = (0, 20_000, 200_000, 2_000_000)  # about 0, 10 us, 100 us, 1 ms at ~2 GHz
 SIZES_MB = (1, 16, 256)
+SLICE = (1 << 20) // 4  # one call of a stream: 1 MB in, 1 MB out
+STREAM_CALLS = (1, 16, 64)
 REPS = 30
 REPLY_S = 20.0
 
@@ -102,6 +109,9 @@ def _serve(conn, words, x, y, event_handle) -> None:
         start.record()
         if kind == "copy":
             torch.mul(x[:amount], 2.0, out=y[:amount])
+        elif kind == "stream":  # `amount` calls back to back behind the one wait, each on its own slice
+            for i in range(amount):
+                torch.mul(x[i * SLICE:(i + 1) * SLICE], 2.0, out=y[i * SLICE:(i + 1) * SLICE])
         elif amount:
             torch.cuda._sleep(amount)
         end.record()
@@ -147,16 +157,40 @@ def judge(conn, words, x, y, staging, done, kind: str, amount: int, value: int) 
     events, the candidate's host time to enqueue its wait) for one call, in ms."""
     conn.send((kind, amount, value))
     wait_call_ms = _reply(conn, "enqueued")
-    if kind == "copy":
-        x[:amount].copy_(staging[:amount])  # fresh values: only a call that waited for the flag reads them
+    if kind in ("copy", "stream"):  # fresh values, written from the judge's context while the candidate's stream
+        x[:staging.numel()].copy_(staging)  # waits: only work that waited for the flag reads them
         torch.cuda.synchronize()
     t0 = time.perf_counter()
     words[0] = value
     t1 = _until(done, f"{kind} {amount}")
     own = _reply(conn, "its own time")
-    if kind == "copy" and not torch.equal(y[:amount], staging[:amount] * 2.0):
+    if kind in ("copy", "stream") and not torch.equal(y[:staging.numel()], staging * 2.0):
         raise RuntimeError("the candidate read stale inputs: the flag did not order its work")
     return (t1 - t0) * 1e3, own, wait_call_ms
+
+
+def judge_side(words, flag: int, x, y, staging, value: int) -> tuple[float, float, float]:
+    """The library's side of the same clock, in the judge's own process: its stream waits on a host
+    word it mapped itself, then ``len(staging) / SLICE`` calls; the judge stores the word and polls
+    its own event. (the judge's clock, its own events, 0) in ms."""
+    calls = staging.numel() // SLICE
+    x[:staging.numel()].copy_(staging)
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    finished = torch.cuda.Event()
+    _wait_value(torch.cuda.current_stream().cuda_stream, flag, value)
+    start.record()
+    for i in range(calls):
+        torch.mul(x[i * SLICE:(i + 1) * SLICE], 2.0, out=y[i * SLICE:(i + 1) * SLICE])
+    end.record()
+    finished.record()
+    t0 = time.perf_counter()
+    words[1] = value
+    t1 = _until(finished, f"judge side {calls}")
+    torch.cuda.synchronize()
+    if not torch.equal(y[:staging.numel()], staging * 2.0):
+        raise RuntimeError("the judge's own gated stream read stale inputs")
+    return (t1 - t0) * 1e3, start.elapsed_time(end), 0.0
 
 
 def _write(out: str, argv: list[str] | None, began: float, reps: int, error: str | None, rows: list) -> None:
@@ -199,14 +233,21 @@ def main(argv: list[str] | None = None) -> int:
         _write(args.out, argv, began, args.reps, None, rows)
         if rows[-1]["host_blocking"]:
             raise RuntimeError("enqueueing the wait blocks the candidate's host thread until the flag is stored")
-        plan = [("sleep", c) for c in SLEEP_CYCLES] + [("copy", mb * (1 << 20) // 4) for mb in SIZES_MB]
+        plan = ([("sleep", c) for c in SLEEP_CYCLES] + [("copy", mb * (1 << 20) // 4) for mb in SIZES_MB]
+                + [("stream", k) for k in STREAM_CALLS] + [("judge_side", k) for k in (0, *STREAM_CALLS)])
+        own_flag = _mapped_pointer(words)  # the judge's own context maps the same word array (word 1)
+        warm_up(torch, x, y)  # the judge's own stream waits too (judge_side): its kernels loaded first
         for kind, amount in plan:
             faulthandler.dump_traceback_later(REPLY_S * 6, exit=True)
             judged, own, enqueue = [], [], []
             for rep in range(args.reps + 3):
                 value += 1
-                staging = torch.randn(amount if kind == "copy" else 1, device="cuda")
-                j, o, w = judge(ours, words, x, y, staging, done, kind, amount, value)
+                size = {"copy": amount, "stream": amount * SLICE, "judge_side": amount * SLICE}.get(kind, 1)
+                staging = torch.randn(max(size, 1) if kind != "judge_side" else size, device="cuda")
+                if kind == "judge_side":
+                    j, o, w = judge_side(words, own_flag + 4, x, y, staging, value)
+                else:
+                    j, o, w = judge(ours, words, x, y, staging, done, kind, amount, value)
                 if rep >= 3:  # warm-up
                     judged.append(j)
                     own.append(o)
@@ -223,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         error = f"{type(exc).__name__}: {exc}"
         print("host_flag_clock:", error, file=sys.stderr)
     finally:
-        words[0] = 1 << 30  # release any wait still queued on the candidate's side
+        words[0] = words[1] = 1 << 30  # release any wait still queued, on either side
         stop(child, ours, error)
     _write(args.out, argv, began, args.reps, error, rows)
     return 1 if error else 0
