@@ -33,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--only", nargs="*", default=None)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--stream-check", action="store_true", help="the judge-clocked stream on (ScreenOptions.stream_check; off by default)")
     args = parser.parse_args(argv)
     rows = []
     for case in CASES:
@@ -41,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
         source = (ROOT / "examples" / case.candidate).read_text()
         began = time.perf_counter()
         try:
-            verdict = screen(Candidate(source=source, name=case.name), case.problem_spec(gpu=True), options=ScreenOptions())
+            verdict = screen(Candidate(source=source, name=case.name), case.problem_spec(gpu=True),
+                             options=ScreenOptions(stream_check=args.stream_check))
         except Exception as exc:  # a gate fault (or an older kernelgate that lacks an API): recorded, not fatal
             rows.append({"name": case.name, "status": "error", "message": f"{type(exc).__name__}: {str(exc)[:300]}"})
             _write(args.out, argv, rows)

@@ -49,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small", action="store_true", help="CPU-sized shapes even on a GPU")
     parser.add_argument("--load-timeout", type=float, default=20.0)
     parser.add_argument("--run-timeout", type=float, default=30.0)
+    parser.add_argument("--stream-check", action="store_true", help="the judge-clocked stream on (ScreenOptions.stream_check; off by default)")
     args = parser.parse_args(argv)
     if args.table:
         print(_table(json.loads(Path(args.table).read_text())))
@@ -56,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.out:
         parser.error("--out is required unless --table is given")
     gpu = _has_gpu()
-    options = ScreenOptions(load_timeout_s=args.load_timeout, run_timeout_s=args.run_timeout)
+    options = ScreenOptions(load_timeout_s=args.load_timeout, run_timeout_s=args.run_timeout,
+                            stream_check=args.stream_check)
     pool = WorkerPool(spares=2)
     records = []
     began = time.perf_counter()

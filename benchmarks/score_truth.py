@@ -331,7 +331,7 @@ def cmd_screen(args, argv: list[str]) -> int:
 
     def consume() -> None:
         try:
-            for result in screen_many(items, options=ScreenOptions(),
+            for result in screen_many(items, options=ScreenOptions(stream_check=args.stream_check),
                                       lanes=make_lanes(args.concurrency if gpu else None, deadline_at)):
                 done.put(result)
         except BaseException as exc:  # the main thread reports it
@@ -621,6 +621,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--out", type=Path, required=True, help="the gate's verdicts (rewritten after each one)")
     s.add_argument("--only", nargs="+", metavar="WORD", help="entries whose name contains one of these")
     s.add_argument("--concurrency", type=int, default=None, help="candidates in flight per GPU (default 1; no effect without a GPU)")
+    s.add_argument("--stream-check", action="store_true", help="the judge-clocked stream on (ScreenOptions.stream_check; off by default)")
     s.add_argument("--deadline-s", type=float, default=None, help="start no screen after this many seconds")
     s.add_argument("--grace-s", type=float, default=90.0,
                    help="after the deadline, wait this long for the screens in flight, then record them not_run")

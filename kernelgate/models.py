@@ -324,15 +324,16 @@ class TimingReport(Model):
     work the candidate did per call, whatever it reports (``host_work``)."""
     stream_calls: int | None = None
     """Calls in the judge-clocked stream: forward calls back to back on distinct fresh input sets,
-    one sync at the end, the judge's clock around the request (``Screen._stream``)."""
+    all enqueued behind a wait for the judge's word, the judge's clock from its store of the word
+    to the end of the calls (``Screen._stream``, ``kernelgate/worker/gpu_gate.py``)."""
     stream_ms: float | None = None
-    """The stream's wall time per call, less the harness's calibrated cost of a stream request."""
+    """The stream's time per call by the judge's clock, less the calibrated cost of an empty gated stream."""
     stream_cpu_ms: float | None = None
-    """CPU time of the candidate's process group per call during the stream (from ``/proc``)."""
+    """CPU time of the candidate's process group per call during the stream request (from ``/proc``)."""
     library_stream_ms: float | None = None
-    """The library's wall time per call over the same input sets, back to back, in the judge."""
+    """The library's time per call over the same input sets, back to back, gated the same way in the judge."""
     stream_overhead_ms: float | None = None
-    """The calibrated cost of a stream request without forward (subtracted from ``stream_ms``)."""
+    """The calibrated cost of an empty gated stream (subtracted from ``stream_ms``)."""
 
 
 class Environment(Model):

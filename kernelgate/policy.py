@@ -59,15 +59,15 @@ class Policy(Model):
     """Reject as unsynchronized work when the judge's clock over a stream of the candidate's calls
     back to back (``TimingReport.stream_ms``, per call) exceeds this many of what explains it: the
     candidate's own event time, times the library's stream time over its event time where that is
-    above 1 (what running back to back costs at this shape: the L2, the gaps between calls), or,
-    when its launches are the bottleneck, the candidate's CPU time per call in the stream, counted
-    up to ``stream_cpu_cap_ms``..."""
+    above 1 (what running back to back costs at this shape: the L2, the gaps between calls), or
+    the candidate's CPU time per call in the stream, counted up to ``stream_cpu_cap_ms``..."""
     stream_floor_ms: float = Field(default=0.005, ge=0)
     """...plus this much per call."""
-    stream_cpu_cap_ms: float = Field(default=0.5, ge=0)
-    """CPU time per call that explains a stream slower than the events (launch-bound code). A
-    process can burn CPU on purpose while its GPU work runs, so the excuse is capped: GPU work
-    hidden outside the events behind that much CPU per call goes unseen by this check."""
+    stream_cpu_cap_ms: float = Field(default=0.0, ge=0)
+    """CPU time per call that may explain a stream slower than the events. 0: the stream is gated
+    (``kernelgate/worker/gpu_gate.py``), so every call is enqueued before the judge's clock starts
+    and the candidate's host work explains nothing of it; any excuse here would be GPU work hidden
+    behind as much CPU burnt on purpose."""
 
     @model_validator(mode="after")
     def _sane(self) -> Policy:

@@ -171,3 +171,26 @@ def test_a_stream_runs_every_call_into_the_judges_slots(process, tmp_path):
     failed = process.ask({"type": "stream"}, deadline_s=60)
     assert failed.error is not None and "a bad row" in failed.error.message, failed
     assert process.ask({"type": "stream_close"}, deadline_s=60).error is None
+
+
+def test_a_slow_reply_runs_the_on_slow_action_once_and_is_still_awaited(process, monkeypatch):
+    """The gated stream's fallback: an enqueue that blocks gets the judge's word after a while."""
+    process.thaw()
+    os.kill(process.pid, 19)  # SIGSTOP behind the link's back: it cannot answer until the action runs
+    monkeypatch.setattr(process, "thaw", lambda: None)
+    ran: list[float] = []
+
+    def action() -> None:
+        ran.append(time.monotonic())
+        os.kill(process.pid, 18)  # SIGCONT: as the word releases a blocked enqueue
+
+    began = time.monotonic()
+    reply = process.ask({"type": "ping"}, deadline_s=30, on_slow=(0.3, action))
+    assert reply.type == "call"
+    assert len(ran) == 1 and ran[0] - began >= 0.3
+
+
+def test_a_prompt_reply_never_runs_the_on_slow_action(process):
+    ran: list[int] = []
+    reply = process.ask({"type": "ping"}, deadline_s=30, on_slow=(20.0, lambda: ran.append(1)))
+    assert reply.type == "call" and ran == []

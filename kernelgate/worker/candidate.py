@@ -149,6 +149,7 @@ class Runner:
         self.kept: dict[int, object] = {}
         self.stream_inputs: list[list] = []
         self.stream_outs: list = []
+        self.gate = None  # the judge's flag page and event (gpu_gate.CandidateGate), from stream_open
 
     # --- requests ----------------------------------------------------------------------------
 
@@ -286,22 +287,40 @@ class Runner:
         """Map the inputs and output slots of a judge-clocked stream, one per call (untimed)."""
         self.stream_inputs = [[self._arg(a) for a in call] for call in req["calls"]]
         self.stream_outs = [open_ref_cached(self, ref) for ref in req["outs"]]
+        if req.get("gate") and self.cuda and self.gate is None:
+            from kernelgate.worker.gpu_gate import CandidateGate
+
+            try:
+                self.gate = CandidateGate(req["gate"])
+            except Exception as exc:  # the driver's, before any candidate code: the judge turns the check off
+                return {"type": "call", "gate_error": f"{type(exc).__name__}: {str(exc)[:300]}"}
         return {"type": "call"}
 
     def stream(self, req: dict) -> dict:
-        """Every call of the stream back to back, each output copied into its slot, one sync at the
-        end: the judge's clock is around this request, and it reads the slots itself afterwards."""
+        """Every call of the stream back to back, each output copied into its slot. Ungated (a warm-up):
+        one sync at the end. Gated (``value``): behind a wait for the judge's word, then a record of
+        the judge's event, and the reply at once, unsynchronized: the judge's clock runs from its
+        store of the word to the event, and it reads the slots itself afterwards."""
         torch = self.torch
         fn = self.fn if self.fn is not None else (lambda *args: None)  # a calibration stream: the harness alone
+        gated = req.get("value") is not None and self.gate is not None
+        stream = torch.cuda.current_stream() if gated else None  # the wait's stream: the event goes there
         reply: dict = {"type": "call"}
         try:
+            if gated:
+                from kernelgate.worker.gpu_gate import wait_value
+
+                wait_value(self.gate.address, int(req["value"]))
             with torch.no_grad():
                 for inputs, slot in zip(self.stream_inputs, self.stream_outs):
                     out = fn(*inputs)
                     if type(out) is torch.Tensor and out.shape == slot.shape and out.dtype == slot.dtype:
                         slot.copy_(out)  # anything else leaves the slot as the judge filled it
                     del out
-            _sync(torch)
+            if gated:
+                self.gate.event.record(stream)
+            else:
+                _sync(torch)
         except Exception as exc:
             failure = self._failure(exc)
             reply["error"] = {"reason": failure.reason, "message": failure.message}

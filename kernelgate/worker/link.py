@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 from pydantic import ValidationError
 
@@ -154,12 +155,15 @@ class CandidateProcess:
 
     # --- requests ----------------------------------------------------------------------------
 
-    def ask(self, request: dict, *, deadline_s: float, compile_s: float = 0.0):
+    def ask(self, request: dict, *, deadline_s: float, compile_s: float = 0.0,
+            on_slow: tuple[float, Callable[[], None]] | None = None):
         """Send one request and return its validated reply; raises ``Unanswered``.
 
         The process runs only for the request: it is woken before and stopped after.
         ``deadline_s`` runs from the send; time the process spends inside a DSL compiler extends
-        it by as much, up to ``compile_s`` in all.
+        it by as much, up to ``compile_s`` in all. ``on_slow`` = (seconds, action): without a reply
+        by then, the action runs once (the gated stream's word, stored for an enqueue that blocks)
+        and the wait goes on to the deadline.
         """
         kind = request["type"] if request["type"] in ("load", "artifacts") else "call"
         self._in_request = True
@@ -167,7 +171,14 @@ class CandidateProcess:
         try:
             self._write(request)
             began = time.monotonic()
-            record = self._read(began + deadline_s, watch=True, compile_s=compile_s)
+            record = None
+            if on_slow is not None and on_slow[0] < deadline_s:
+                record = self._read(began + on_slow[0], watch=True)
+                if record is None and not self._eof and not self._over_memory and self.proc.poll() is None:
+                    on_slow[1]()
+                    record = self._read(began + deadline_s, watch=True, compile_s=compile_s)
+            else:
+                record = self._read(began + deadline_s, watch=True, compile_s=compile_s)
         finally:
             self.freeze()
             self._in_request = False

@@ -104,6 +104,8 @@ class CallReply(Model):
     compile_seconds: dict[str, float] = Field(default_factory=dict)
     runner_ms: float | None = None
     """Host time the candidate's process says it spent on the request (diagnosis only)."""
+    gate_error: str | None = None
+    """``stream_open``: the judge's flag page or event could not be mapped (``gpu_gate``)."""
 
 
 class LoadReply(Model):

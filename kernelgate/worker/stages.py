@@ -129,6 +129,7 @@ class Screen:
 
     def __init__(self, job, workdir: Path, emit, link: CandidateProcess, wait_for_go) -> None:
         self.job, self.opts, self.emit, self.link, self.wait_for_go = job, job.options, emit, link, wait_for_go
+        self.workdir = workdir
         self.cuda = torch.cuda.is_available()
         self.device = torch.device("cuda" if self.cuda else "cpu")
         self.interpret = not self.cuda
@@ -170,6 +171,9 @@ class Screen:
         self.stream_overhead_ms = 0.0
         """The harness's own cost of a stream request (calibration: a stream of calls without forward)."""
         self._stream_sets = None
+        self.gate = None
+        """The judge's flag page and event for the judge-clocked stream (``gpu_gate.JudgeGate``)."""
+        self._l2_flush = None
         self.remote = Remote(self)
         self._clock = self._part = time.perf_counter()
 
@@ -359,18 +363,70 @@ class Screen:
         self.remote.release([*given, slot])
 
     def _stream_calibration(self, given: list, slot) -> float:
-        """The median wall time of a stream of calls that run nothing: the pipe, the loop, the sync."""
+        """The judge's clock over a gated stream of calls that run nothing (the word's store, the
+        candidate's wait, its event, the judge's poll): the median of five, before any candidate
+        code is in that process. The page and the event are mapped there now, by the harness alone.
+        Without a gate here (a driver call failed), the stream check is off for this screen."""
+        from kernelgate.worker.gpu_gate import GateError, JudgeGate
+
         remote, deadline = self.remote, self.opts.run_timeout_s
-        remote.ask({"type": "stream_open", "calls": [[remote.arg(x) for x in given]] * STREAM_CALIBRATION_CALLS,
-                    "outs": [remote.arg(slot)["ref"]] * STREAM_CALIBRATION_CALLS}, "load", deadline_s=deadline)
+        try:
+            self.gate = JudgeGate(self.workdir)
+            self.gate.library_overhead(deadline)
+        except (GateError, OSError, RuntimeError) as exc:
+            self._gate_off(f"the judge could not gate its own stream: {exc}")
+            return 0.0
+        reply = remote.ask({"type": "stream_open", "calls": [[remote.arg(x) for x in given]] * STREAM_CALIBRATION_CALLS,
+                            "outs": [remote.arg(slot)["ref"]] * STREAM_CALIBRATION_CALLS, "gate": self.gate.request()},
+                           "load", deadline_s=deadline)
+        if reply.gate_error:
+            self._gate_off(f"the candidate's process could not map the judge's word: {reply.gate_error}")
+            return 0.0
         walls = []
         for _ in range(6):
-            _sync()
-            began = time.perf_counter()
-            remote.ask({"type": "stream"}, "load", deadline_s=deadline)
-            walls.append((time.perf_counter() - began) * 1e3)
+            began, ended, _, _ = self._gated("load", deadline)
+            walls.append((ended - began) * 1e3)
         remote.ask({"type": "stream_close"}, "load", deadline_s=deadline)
         return statistics.median(walls[1:])
+
+    def _gate_off(self, why: str) -> None:
+        """No judge-clocked stream in this screen (said in the notes): the wall check stays."""
+        if self.gate is not None:
+            self.gate.close()
+        self.gate = None
+        self.m.notes.append(f"judge-clocked stream off: {why}")
+
+    def _gated(self, stage: str, deadline: float, prepare: Callable[[], None] = lambda: None):
+        """One gated stream request. The candidate's process enqueues its calls behind the word and
+        replies (then it is stopped); ``prepare()`` runs (fresh inputs), then the judge stores the
+        word, and polls the event the candidate recorded after its calls. An enqueue that blocks
+        gets the word after ``gpu_gate.ENQUEUE_S`` and is timed from there. Returns
+        (``perf_counter`` at the store, when the event completed, the reply, whether the event had
+        completed before the word: the calls did not wait for it)."""
+        from kernelgate.worker.gpu_gate import ENQUEUE_S, until_complete
+
+        gate = self.gate
+        value = gate.next_value()
+        started: list[float] = []
+        early: list[bool] = []
+
+        def release(replied: bool) -> None:
+            prepare()
+            _sync()
+            if replied:  # its event was recorded behind the wait: incomplete until the word
+                early.append(bool(gate.event.query()))
+            started.append(gate.release(value))
+
+        try:
+            reply = self.remote.ask({"type": "stream", "value": value}, stage, deadline_s=deadline,
+                                    on_slow=(ENQUEUE_S, lambda: release(False)))
+            if not started:
+                release(True)
+        finally:
+            if not started:  # nothing may stay queued behind the word
+                gate.release(value)
+        ended = until_complete(gate.event, time.monotonic() + deadline)  # recorded before the reply came
+        return started[0], ended, reply, bool(early and early[0])
 
     # --- numerics --------------------------------------------------------------------------------
 
@@ -800,16 +856,21 @@ class Screen:
         A single timed call's round trip has a spread of a fraction of a millisecond, so work hidden
         outside the candidate's events in a short call goes unseen there. Here the candidate's process
         runs ``calls`` forward calls on distinct input sets, each output copied into a slot the judge
-        owns, with one sync at the end: a warm-up stream, then fresh values in every set and NaN in
-        every slot, then the timed stream. The judge's clock runs from the request until every slot
-        holds a value (it polls them: work left queued after the reply still counts), less the
-        calibrated cost of such a request. The judge then compares ``STREAM_CHECKS`` slots it picked
+        owns: a warm-up stream, then the timed stream, gated (``gpu_gate``): the candidate's process
+        enqueues every call behind a wait for the judge's word and replies; the judge writes fresh
+        values in every set and NaN in every slot, flushes L2, stores the word, and its clock runs
+        until the event the candidate recorded after its calls, and until every slot holds a value
+        (work left running past the event still counts), less the calibrated cost of an empty
+        gated stream. The candidate's host work per call is outside the clock: it was all done
+        before the word. The judge then compares ``STREAM_CHECKS`` slots it picked
         (the candidate's process is never told which) with the library's outputs, and after the
         candidate's process is gone times the library over the same sets the same way
         (``_library_stream``). The policy compares the time per call with the claim
         (``Policy.stream_factor``)."""
         remote, claim, like = self.remote, timing.candidate.median_ms, self._like
         in_bytes = sum(t.numel() * t.element_size() for t in self._sets[0] if isinstance(t, torch.Tensor))
+        if self.gate is None:  # no gate in this screen (said in the notes at calibration)
+            return
         if self.footprint > self.opts.keep_alive_bytes:  # the memory budget: the timing sets go first
             self._done_with(*[x for s in self._sets for x in s])
             self._sets = None
@@ -828,28 +889,34 @@ class Screen:
                     "outs": [remote.arg(slot)["ref"] for slot in slots]}, "timing", deadline_s=deadline)
         remote.raise_for(remote.ask({"type": "stream"}, "timing", deadline_s=deadline), "timing", STREAM_WHERE)  # warm
         expected = {}
-        with torch.no_grad():  # new values at the same addresses: nothing from the warm-up is reusable
-            for i, g in enumerate(given):
-                fresh = self.inputs("normal")
-                for target, value in zip(g, fresh):
-                    if isinstance(target, torch.Tensor):
-                        target.copy_(value)
-                if i in picked:
-                    expected[i], _, _ = self.expected(fresh, fp64=False)
-                del fresh
-            block.fill_(float("nan") if like.is_floating_point() else -1)
-        poll = like.is_floating_point() and not any(bool(torch.isnan(e).any()) for e in expected.values())
+
+        def fresh_values() -> None:  # new values at the same addresses: nothing from the warm-up is reusable
+            with torch.no_grad():
+                for i, g in enumerate(given):
+                    fresh = self.inputs("normal")
+                    for target, value in zip(g, fresh):
+                        if isinstance(target, torch.Tensor):
+                            target.copy_(value)
+                    if i in picked:
+                        expected[i], _, _ = self.expected(fresh, fp64=False)
+                    del fresh
+                block.fill_(float("nan") if like.is_floating_point() else -1)
+                self._flush_l2()
+
         cpu_before = self.link.cpu_seconds()
-        _sync()
-        began = time.perf_counter()
-        reply = remote.ask({"type": "stream"}, "timing", deadline_s=deadline)
-        while poll and time.perf_counter() - began < deadline:  # until every slot holds a value
-            if not bool(torch.isnan(block).any()):
-                break
-            time.sleep(50e-6)
-        wall_ms = (time.perf_counter() - began) * 1e3
-        cpu_ms = (self.link.cpu_seconds() - cpu_before) * 1e3
+        began, ended, reply, early = self._gated("timing", deadline, fresh_values)
         remote.raise_for(reply, "timing", STREAM_WHERE)
+        if early:
+            raise self.fail(Reason.unsynchronized_work, f"{STREAM_WHERE}the candidate's {calls} calls had completed "
+                            "before the judge's word that they were to wait for: its work ran outside the judge's "
+                            "clock", "timing")
+        poll = like.is_floating_point() and not any(bool(torch.isnan(e).any()) for e in expected.values())
+        if poll and bool(torch.isnan(block).any()):  # outputs still being written after the event: that counts
+            while time.perf_counter() - began < deadline and bool(torch.isnan(block).any()):
+                time.sleep(50e-6)
+            ended = time.perf_counter()
+        wall_ms = (ended - began) * 1e3
+        cpu_ms = (self.link.cpu_seconds() - cpu_before) * 1e3
         _sync()
         for i in picked:
             result = check_trial_output("stream", slots[i], expected[i], None, self._recheck_tol)
@@ -859,7 +926,6 @@ class Screen:
         remote.ask({"type": "stream_close"}, "timing", deadline_s=deadline)
         remote.check("after the stream", "timing")
         remote.release([x for g in given for x in g] + slots)
-        del block
         self._stream_sets = (given, slots)  # the library's stream, once the candidate's process is gone
         self._sets = self._sets or given[:STREAM_CHECKS]  # the library alone runs on these too
         timing.stream_calls = calls
@@ -869,18 +935,30 @@ class Screen:
 
     def _library_stream(self, timing) -> None:
         """The library over the stream's sets the same way (each output copied into its slot), alone
-        on the device: warm, then timed."""
+        on the device, behind the judge's own word: warm, then timed from the store to its event,
+        less the judge's own empty round trip."""
         given, slots = self._stream_sets
         self._stream_sets = None
+        gate = self.gate
+
+        def enqueue() -> None:
+            for g, slot in zip(given, slots):
+                slot.copy_(self.problem.reference(*g))
+
         with torch.no_grad():
-            for _ in range(2):
-                _sync()
-                began = time.perf_counter()
-                for g, slot in zip(given, slots):
-                    slot.copy_(self.problem.reference(*g))
-                _sync()
-            library_ms = (time.perf_counter() - began) * 1e3
+            enqueue()  # warm
+            self._flush_l2()
+            _sync()
+            library_ms, plain = gate.time_own(enqueue, self.opts.run_timeout_s)
+        if not plain:  # gated: less the judge's own empty round trip
+            library_ms = max(0.0, library_ms - gate.library_overhead(self.opts.run_timeout_s))
         timing.library_stream_ms = round(library_ms / len(given), 6)
+
+    def _flush_l2(self) -> None:
+        """Write a buffer larger than L2 (the judge's own, made once)."""
+        if self._l2_flush is None:
+            self._l2_flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=self.device)
+        self._l2_flush.zero_()
 
     # --- end -------------------------------------------------------------------------------------
 
@@ -893,6 +971,9 @@ class Screen:
                 judge_peak_by_phase=self.phase_peaks, fixed_bytes=L2_FLUSH_BYTES if self.timed_requests else 0,
                 reference_peak_bytes=self.footprint - self.output_bytes + self.reference_growth,
                 reference_fp64_peak_bytes=self.reference64_growth)
+        if self.gate is not None:
+            self.gate.close()
+            self.gate = None
         self.space.close()
 
 
@@ -927,7 +1008,8 @@ class Remote:
                 self._release_keys.append(ref_key(cached[1]))
                 self._released.append(tensor)
 
-    def ask(self, request: dict, stage: str, *, deadline_s: float):
+    def ask(self, request: dict, stage: str, *, deadline_s: float,
+            on_slow: tuple[float, Callable[[], None]] | None = None):
         screen = self.screen
         released, self._released = self._released, []
         if self._release_keys:
@@ -936,7 +1018,8 @@ class Remote:
         if screen.cuda:  # the judge's writes to shared blocks (refilled inputs, NaN-filled slots) are
             torch.cuda.synchronize()  # queued on its own stream, which the other process does not wait for
         try:
-            reply = screen.link.ask(request, deadline_s=deadline_s, compile_s=screen.opts.load_timeout_s)
+            reply = screen.link.ask(request, deadline_s=deadline_s, compile_s=screen.opts.load_timeout_s,
+                                    on_slow=on_slow)
         except Unanswered as exc:
             raise _unanswered(exc, stage, deadline_s) from None
         if released:  # the candidate's process has dropped its mappings: free the blocks

@@ -120,10 +120,11 @@ class ScreenOptions(Model):
     stream_check: bool = False
     """On a GPU, after timing, run the judge-clocked stream (``Screen._stream``): calls back to back
     under the judge's clock, which ``Policy.stream_factor`` compares with the candidate's claim.
-    Off by default: it rejected 11 honest corpus kernels, whose streams are bound by the host work
-    of the candidate's process (0.5 to 0.7 ms of CPU per call), and let through claims forged under
-    its factor (``benchmarks/results/gate_corpus_h100_stream.json``, ``redteam_h100.json``;
-    docs/hostile.md, what is not promised)."""
+    The stream is gated (``kernelgate/worker/gpu_gate.py``): every call is enqueued behind a wait
+    for the judge's word, so the candidate's host work is outside the clock. Off by default until
+    the gated stream has been run on a GPU against the corpus and the red team: its ungated form
+    rejected 11 honest corpus kernels whose streams were bound by the host work of the candidate's
+    process (``benchmarks/results/gate_corpus_h100_stream.json``)."""
     keep_alive_bytes: int = Field(default=256 << 20, ge=0)
     """Problems whose one call's data (inputs, output, parameters) is at most this keep every trial's
     buffers allocated, so each call gets addresses no earlier one had; larger ones free them as soon
