@@ -373,7 +373,7 @@ class Screen:
         try:
             self.gate = JudgeGate(self.workdir)
             self.gate.library_overhead(deadline)
-        except (GateError, OSError, RuntimeError) as exc:
+        except (GateError, OSError, RuntimeError, AttributeError) as exc:  # no driver support here
             self._gate_off(f"the judge could not gate its own stream: {exc}")
             return 0.0
         reply = remote.ask({"type": "stream_open", "calls": [[remote.arg(x) for x in given]] * STREAM_CALIBRATION_CALLS,
