@@ -126,6 +126,14 @@ def _timing_reject(metrics: Metrics, wall_excess_ms: float, event_ms: float, pol
         return Decision(Status.reject, Reason.unsynchronized_work, 0.8, [],
                         f"wall-clock {wall_excess_ms:.4g} ms under a device sync vs {event_ms:.4g} ms by events: work "
                         "ran outside the timed stream")
+    if stream is not None and metrics.bound != "launch":
+        # the physical floor per call, at the fastest math mode (u_physics = floor / t_candidate)
+        floor_ms = metrics.u_physics * metrics.t_candidate_ms
+        if floor_ms > policy.u_impossible * stream.candidate_ms:
+            return Decision(Status.reject, Reason.unsynchronized_work, 0.8, [], (
+                f"the judge's clock over {stream.calls} calls back to back saw {stream.candidate_ms:.4g} ms per call, "
+                f"below the physical floor of {floor_ms:.4g} ms: the calls' work was done before the judge's word "
+                "that they were to wait for"))
     if stream is not None:
         explained = stream.explained_ms(event_ms, policy)
         if stream.candidate_ms > policy.stream_factor * explained + policy.stream_floor_ms:

@@ -214,6 +214,18 @@ def test_cpu_time_explains_nothing_of_a_gated_stream_by_default():
                   policy=lenient).reason is Reason.unsynchronized_work
 
 
+def test_a_stream_below_the_physical_floor_did_its_work_before_the_word():
+    # claim 1.0 ms, physical floor 0.5 ms (u_physics 0.5): a stream of 0.4 ms per call is impossible
+    m = _metrics(t_candidate_ms=1.0, u=0.5)
+    d = decide(m, [], numerics_checked=True, stream=_stream(0.4))
+    assert d.reason is Reason.unsynchronized_work and "below the physical floor" in d.message
+    # at the floor's limit (floor / stream = u_impossible, 1.1) it stands
+    assert decide(m, [], numerics_checked=True, stream=_stream(0.5 / 1.1 + 1e-6)).status is Status.accept
+    # a launch-bound problem's floor is a launch latency, not physics: no such check
+    launch = _metrics(t_candidate_ms=1.0, u=0.5, bound="launch")
+    assert decide(launch, [], numerics_checked=True, stream=_stream(0.4)).status is Status.accept
+
+
 def test_timing_rejects_ignore_findings():
     d = decide(_metrics(u_physics=2.0), [REPAIRABLE], numerics_checked=True)
     assert d.status is Status.reject and d.reason is Reason.exceeds_roofline
