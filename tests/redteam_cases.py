@@ -86,6 +86,15 @@ CASES: list[tuple[str, str, Problem, str, bool]] = [
     ("c7_launch_bound_scale.py", "5", ROWSUM, "kernel", True),
     ("c7_library_on_replay.py", "3", ROWSUM, "kernel", True),
     ("c7_thread_after_end.py", "other", ROWSUM, "kernel", True),
+    # against the gated stream (kernelgate/worker/gpu_gate.py, 2026-12-06): written apart from the defense
+    ("c8_control_claim_only.py", "5", ROWSUM, "kernel", True),
+    ("c8_side_stream_early.py", "5", ROWSUM, "kernel", True),
+    ("c8_library_in_gated_stream.py", "3", ROWSUM, "kernel", True),
+    ("c8_gate_proxy_prewait.py", "1", ROWSUM, "kernel", True),
+    ("c8_torch_proxy_window.py", "1", ROWSUM, "kernel", True),
+    ("c8_wait_value_transient.py", "1", ROWSUM, "kernel", True),
+    ("c8_waitfn_argtypes.py", "1", ROWSUM, "kernel", True),
+    ("c8_event_elsewhere.py", "1", ROWSUM, "kernel", True),
     # other: floods and forged replies aimed at the judge
     ("o_reply_flood.py", "other", ROWSUM, "kernel", False),
     ("o_reply_desync.py", "other", ROWSUM, "kernel", False),

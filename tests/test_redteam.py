@@ -46,6 +46,11 @@ GPU_GAPS_BY_DEVICE = {
 """Not strict: whether these get through depends on the device's physical floor."""
 
 OPTIONS = ScreenOptions(load_timeout_s=40, run_timeout_s=20)
+GATED = ScreenOptions(load_timeout_s=40, run_timeout_s=20, stream_check=True)
+"""The c8 cases are written against the gated stream, which is opt-in: they are screened with it on."""
+NOT_YET_RUN = {name: "written against the gated stream (2026-12-06), not yet run on a GPU"
+               for name, *_ in CASES if name.startswith("c8_")}
+"""Not strict until their first GPU run says which the gate catches."""
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +66,8 @@ def _params():
         marks = [pytest.mark.gpu] if needs_gpu else []
         if name in gaps:
             marks.append(pytest.mark.xfail(reason=gaps[name], strict=True))
+        elif HAS_GPU and name in NOT_YET_RUN:
+            marks.append(pytest.mark.xfail(reason=NOT_YET_RUN[name], strict=False))
         elif HAS_GPU and name in GPU_GAPS_BY_DEVICE:
             marks.append(pytest.mark.xfail(reason=GPU_GAPS_BY_DEVICE[name], strict=False))
         yield pytest.param(name, cls, problem, entry, needs_gpu, id=name.removesuffix(".py"), marks=marks)
@@ -69,8 +76,8 @@ def _params():
 @pytest.mark.parametrize("name, cls, problem, entry, needs_gpu", list(_params()))
 def test_redteam_candidate_is_rejected(pool, name, cls, problem, entry, needs_gpu):
     target = gpu_problem(problem, name) if needs_gpu else problem
-    verdict = screen(Candidate(source=source(name), entry=entry, name=name), target, options=OPTIONS,
-                     runner=pool)
+    verdict = screen(Candidate(source=source(name), entry=entry, name=name), target,
+                     options=GATED if name.startswith("c8_") else OPTIONS, runner=pool)
     assert verdict.status is Status.reject, (
         f"{name} (class {cls}) got {verdict.status.value}: {verdict.summary}")
 
