@@ -213,9 +213,9 @@ class Screen:
         self.m.stage_seconds[name] = round(now - self._clock, 4)
         self._clock = self._part = now
         if self.cuda:
-            self.phase_peaks[name] = max(self._peak_carry, int(torch.cuda.max_memory_allocated()))
+            self._carry_peaks()
+            self.phase_peaks[name] = int(self._peak_carry)
             self.judge_peak = max(self.judge_peak, self.phase_peaks[name])
-            self.judge_reserved_peak = max(self.judge_reserved_peak, int(torch.cuda.max_memory_reserved()))
             torch.cuda.reset_peak_memory_stats()
             self._peak_carry = 0
 
