@@ -36,6 +36,12 @@ L2_FLUSH_BYTES = 256 << 20
 """Four times the H200's 60 MB L2 (and larger than any current GPU's)."""
 
 
+def l2_flush_buffer(device: str | torch.device = "cuda") -> torch.Tensor:
+    """A buffer larger than L2; ``fill_(1)`` on it evicts the L2 (ints, so the write cannot be
+    skipped as zeros)."""
+    return torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=device)
+
+
 MAX_LAUNCH_WINDOW_MS = 5.0
 WINDOW_MARGIN = 2.0
 """The launch window covers twice the slowest warm-up enqueue: a timed call also waits for the
@@ -143,7 +149,7 @@ def time_pair(candidate: Callable, library: Callable, input_sets: list[list], *,
     ``keep``, when given, receives the candidate's output of its last timed call on each input set
     (by index), so the caller can recheck what was timed.
     """
-    flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    flush = l2_flush_buffer()
     with torch.no_grad():
         warm_hosts: list[float] = []  # host ms to enqueue each warm-up call after the first round
         for i in range(warmup):
@@ -223,7 +229,7 @@ def time_split(candidate: Callable[[int, int, bool], tuple[object, object]], lib
     with ``resolution_ms`` its measured spread. Adaptive stopping and ``max_seconds`` as in
     ``time_pair``.
     """
-    flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    flush = l2_flush_buffer()
     with torch.no_grad():
         warm_hosts: list[float] = []
         for i in range(warmup):
@@ -292,7 +298,7 @@ def time_split(candidate: Callable[[int, int, bool], tuple[object, object]], lib
 def time_library_alone(library: Callable, input_sets: list[list], *, reps: int = 10,
                        launch_window_ms: float = 0.0) -> float:
     """The library's median event time, alone on the device (as in ``time_split``, same window)."""
-    flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="cuda")
+    flush = l2_flush_buffer()
     window_cycles = int(launch_window_ms * sleep_cycles_per_ms()) if launch_window_ms > 0 else 0
     samples = []
     with torch.no_grad():

@@ -50,7 +50,7 @@ from kernelgate.models import (Environment, Failure, Finding, KernelArtifact, Me
                                NumericsReport, Reason, TrialResult)
 from kernelgate.numerics import changed_inputs, check_trial_output, same_values
 from kernelgate.problems import DISTRIBUTIONS, BuiltProblem, build_problem, randomize_state
-from kernelgate.timing import L2_FLUSH_BYTES, time_library_alone, time_split
+from kernelgate.timing import L2_FLUSH_BYTES, l2_flush_buffer, time_library_alone, time_split
 from kernelgate.worker.link import CandidateProcess, Unanswered
 from kernelgate.worker.protocol import CallReply, SharedSpace, encode_value, ref_key
 
@@ -955,10 +955,10 @@ class Screen:
         timing.library_stream_ms = round(library_ms / len(given), 6)
 
     def _flush_l2(self) -> None:
-        """Write a buffer larger than L2 (the judge's own, made once)."""
+        """Evict the L2 (``timing.l2_flush_buffer``, the judge's own, made once)."""
         if self._l2_flush is None:
-            self._l2_flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device=self.device)
-        self._l2_flush.zero_()
+            self._l2_flush = l2_flush_buffer(self.device)
+        self._l2_flush.fill_(1)
 
     # --- end -------------------------------------------------------------------------------------
 
