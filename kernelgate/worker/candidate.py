@@ -301,17 +301,20 @@ class Runner:
         one sync at the end. Gated (``value``): behind a wait for the judge's word, then a record of
         the judge's event, and the reply at once, unsynchronized: the judge's clock runs from its
         store of the word to the event, and it reads the slots itself afterwards."""
+        from kernelgate import integrity
+
         torch = self.torch
         fn = self.fn if self.fn is not None else (lambda *args: None)  # a calibration stream: the harness alone
         gated = req.get("value") is not None and self.gate is not None
         stream = torch.cuda.current_stream() if gated else None  # the wait's stream: the event goes there
         reply: dict = {"type": "call"}
+        recorder = integrity.OpRecorder() if req.get("record") else None
         try:
             if gated:
                 from kernelgate.worker.gpu_gate import wait_value
 
                 wait_value(self.gate.address, int(req["value"]))
-            with torch.no_grad():
+            with torch.no_grad(), recorder if recorder is not None else _null():
                 for inputs, slot in zip(self.stream_inputs, self.stream_outs):
                     out = fn(*inputs)
                     if type(out) is torch.Tensor and out.shape == slot.shape and out.dtype == slot.dtype:
@@ -324,6 +327,8 @@ class Runner:
         except Exception as exc:
             failure = self._failure(exc)
             reply["error"] = {"reason": failure.reason, "message": failure.message}
+        if recorder is not None:  # the torch calls of every call of the stream, summed per op
+            reply["ops"] = _summed(recorder.calls)
         return reply
 
     def stream_close(self, req: dict) -> dict:

@@ -418,7 +418,7 @@ class Screen:
             started.append(gate.release(value))
 
         try:
-            reply = self.remote.ask({"type": "stream", "value": value}, stage, deadline_s=deadline,
+            reply = self.remote.ask({"type": "stream", "value": value, "record": True}, stage, deadline_s=deadline,
                                     on_slow=(ENQUEUE_S, lambda: release(False)))
             if not started:
                 release(True)
@@ -906,6 +906,10 @@ class Screen:
         cpu_before = self.link.cpu_seconds()
         began, ended, reply, early = self._gated("timing", deadline, fresh_values)
         remote.raise_for(reply, "timing", STREAM_WHERE)
+        heavy = integrity.heavy_ops(reply.ops, self.largest * calls)  # summed over the calls
+        if heavy:
+            raise self.fail(Reason.library_op_used, f"{STREAM_WHERE}the candidate's calls used torch on operands "
+                            f"as large as the problem's input: {', '.join(heavy[:4])}", "timing")
         if early:
             raise self.fail(Reason.unsynchronized_work, f"{STREAM_WHERE}the candidate's {calls} calls had completed "
                             "before the judge's word that they were to wait for: its work ran outside the judge's "
