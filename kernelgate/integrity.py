@@ -429,9 +429,16 @@ def _watched_namespaces() -> dict[str, dict]:
                                if "torch.utils.deterministic" in sys.modules else {}}
     if "triton.testing" in sys.modules:
         spaces["triton.testing"] = vars(sys.modules["triton.testing"])
-    for name, module in list(sys.modules.items()):
-        if name.startswith("kernelgate") and module is not None and name != "kernelgate_candidate":
-            spaces[name] = vars(module)
+    main = sys.modules.get("__main__")
+    harness = {name: module for name, module in list(sys.modules.items())
+               if name.startswith("kernelgate") and module is not None and name != "kernelgate_candidate"}
+    if getattr(main, "__spec__", None) is not None and str(main.__spec__.name).startswith("kernelgate"):
+        harness["__main__"] = main  # the candidate's process runs as python -m kernelgate.worker.candidate
+    for name, module in harness.items():
+        spaces[name] = vars(module)
+        for key, value in list(vars(module).items()):  # the harness's classes: their methods too
+            if isinstance(value, type) and value.__module__ == module.__name__:
+                spaces[f"{name}.{key}"] = dict(vars(value))
     return spaces
 
 
@@ -445,7 +452,7 @@ def _snapshot() -> dict[tuple[str, str], int]:
                 continue  # plain constants; module-level counters change legitimately
             snap[(space, key)] = id(value)
             code = getattr(value, "__code__", None)
-            if code is not None and space.startswith("kernelgate"):
+            if code is not None and space.startswith(("kernelgate", "__main__")):
                 snap[(space, key + ".__code__")] = id(code)
     snap.pop(("torch.utils.deterministic", "fill_uninitialized_memory"), None)  # toggled by the gate itself
     return snap
