@@ -18,11 +18,10 @@ _IN_PROCESS = ("what the candidate's process reports about its own torch calls a
                "evidence without a GPU (no profiler), and this candidate rewrites or escapes it")
 CPU_GAPS = {
     "c1_runner_check_silenced.py": _IN_PROCESS, "c1_guard_violations_cleared.py": _IN_PROCESS,
-    "c1_oprecorder_blinded.py": _IN_PROCESS, "c1_launchlog_forged.py": _IN_PROCESS,
+    "c1_oprecorder_blinded.py": _IN_PROCESS,
     "c1_gc_guard_detached.py": _IN_PROCESS, "c3_torchscript.py": _IN_PROCESS, "c3_vmap_rows.py": _IN_PROCESS,
     "c3_disable_torch_function.py": _IN_PROCESS, "c3_raw_thread.py": _IN_PROCESS,
     "c3_ctypes_memory.py": _IN_PROCESS,
-    "c1_copy_out_patched.py": "without a GPU nothing is timed, so work moved out of forward costs nothing",
     "c3_numpy_rowsum.py": "the work is done on the host, correctly; nothing is timed without a GPU",
     "c3_tolist_python.py": "the work is done on the host, correctly; nothing is timed without a GPU",
     "c4_static_only_zeros.py": "over the interpreter's size limit the outputs are never computed (untimed, "
