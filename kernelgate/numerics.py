@@ -72,6 +72,12 @@ def _slices(*tensors: torch.Tensor):
         yield [f[start:start + CHUNK_ELEMENTS] for f in flat]
 
 
+def finite_somewhere(*tensors: torch.Tensor) -> bool:
+    """Whether some element is finite in every one of ``tensors`` (one shape), in slices: no
+    whole-size boolean temporaries beside a 6 GB output."""
+    return any(bool(torch.stack([torch.isfinite(p) for p in pieces]).all(0).any()) for pieces in _slices(*tensors))
+
+
 def normalized_error(out: torch.Tensor, ref64: torch.Tensor, tol: Tolerance, *, rms: float | None = None,
                      mask: torch.Tensor | None = None) -> tuple[float, float]:
     """(max abs error, normalized error) of ``out`` against the fp64 reference, over ``mask``.

@@ -187,19 +187,39 @@ def test_a_stream_slower_than_the_claim_is_unsynchronized_work():
     d = decide(m, [], numerics_checked=True, stream=_stream(0.2))
     assert d.status is Status.reject and d.reason is Reason.unsynchronized_work
     assert "200 calls back to back" in d.message and "0.2 ms per call" in d.message
-    # limit: 1.5 x 0.05 + 0.005 = 0.08 ms
-    assert decide(m, [], numerics_checked=True, stream=_stream(0.079)).status is Status.accept
-    assert decide(m, [], numerics_checked=True, stream=_stream(0.081)).reason is Reason.unsynchronized_work
+    # limit: 1.15 x 0.05 + 0.002 = 0.0595 ms
+    assert decide(m, [], numerics_checked=True, stream=_stream(0.059)).status is Status.accept
+    assert decide(m, [], numerics_checked=True, stream=_stream(0.060)).reason is Reason.unsynchronized_work
 
 
-def test_the_librarys_own_stream_scales_what_the_claim_explains():
-    # the library ran 1.6x slower back to back than by its events at this shape: the claim explains 0.08 ms
+def test_the_librarys_own_stream_moves_what_the_claim_explains():
     m = _metrics(t_candidate_ms=0.05)
-    slow_library = _stream(0.12, library_ms=0.08, library_event_ms=0.05)
+    # the library ran 1.6x slower back to back than by its events: the claim explains 0.08 ms
+    slow_library = _stream(0.09, library_ms=0.08, library_event_ms=0.05)
     assert decide(m, [], numerics_checked=True, stream=slow_library).status is Status.accept
-    # a library faster back to back than by its events never tightens the check below the claim
-    fast_library = _stream(0.079, library_ms=0.02, library_event_ms=0.05)
-    assert decide(m, [], numerics_checked=True, stream=fast_library).status is Status.accept
+    assert decide(m, [], numerics_checked=True,
+                  stream=_stream(0.095, library_ms=0.08, library_event_ms=0.05)).reason is Reason.unsynchronized_work
+    # the library slower by a fixed 0.1 ms per call (its output's copy into the slot): a claim of
+    # 0.025 ms explains 0.025 + 0.1 ms, not only 0.025 x 3: the more lenient of the two counts
+    fast = _metrics(t_candidate_ms=0.025)
+    copy_bound = _stream(0.14, library_ms=0.15, library_event_ms=0.05)
+    assert decide(fast, [], numerics_checked=True, stream=copy_bound).status is Status.accept
+    assert decide(fast, [], numerics_checked=True, stream=_stream(0.15, library_ms=0.15,
+                                                                  library_event_ms=0.05)).reason is Reason.unsynchronized_work
+    # a library faster back to back (launch gaps gone) tightens the check below the claim too
+    fast_library = _stream(0.05, library_ms=0.04, library_event_ms=0.05)
+    assert decide(m, [], numerics_checked=True, stream=fast_library).reason is Reason.unsynchronized_work
+
+
+def test_a_claim_forged_by_a_fifth_is_caught_by_the_stream():
+    # c8_control_claim_only on an H100 (2026-12-06, benchmarks/results/redteam_stream_h100.json): it claimed
+    # 0.02994 ms; the gated stream saw 0.03515 ms per call, where the library ran at 0.83x its events
+    m = _metrics(t_candidate_ms=0.02994)
+    forged = _stream(0.03515, cpu_ms=0.19, library_ms=0.032352, library_event_ms=0.03896)
+    assert decide(m, [], numerics_checked=True, stream=forged).reason is Reason.unsynchronized_work
+    # the same claim, told the truth by the stream (0.83 x 0.02994)
+    honest = _stream(0.0249, cpu_ms=0.19, library_ms=0.032352, library_event_ms=0.03896)
+    assert decide(m, [], numerics_checked=True, stream=honest).status is Status.accept
 
 
 def test_cpu_time_explains_nothing_of_a_gated_stream_by_default():

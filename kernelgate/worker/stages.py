@@ -48,7 +48,7 @@ from kernelgate.errors import ProblemError
 from kernelgate.hardware import detect, peaks_for
 from kernelgate.models import (Environment, Failure, Finding, KernelArtifact, Measurement, MemoryReport,
                                NumericsReport, Reason, TrialResult)
-from kernelgate.numerics import changed_inputs, check_trial_output, same_values
+from kernelgate.numerics import changed_inputs, check_trial_output, finite_somewhere, same_values
 from kernelgate.problems import DISTRIBUTIONS, BuiltProblem, build_problem, randomize_state
 from kernelgate.timing import L2_FLUSH_BYTES, l2_flush_buffer, time_library_alone, time_split
 from kernelgate.worker.link import CandidateProcess, Unanswered
@@ -472,6 +472,7 @@ class Screen:
                                                  f"elements > {opts.interpreter_max_elements:,}): numerics not "
                                                  "checked, static checks only; screen a smaller shape or on a GPU")
             ref, ref64, took = self.expected(inputs)
+            finite = finite_somewhere(ref, ref64)  # before the candidate's output exists: the memory budget
             if index == 0:
                 self.largest = max((t.numel() for t in inputs if isinstance(t, torch.Tensor)), default=0)
                 if self.cuda:
@@ -497,8 +498,8 @@ class Screen:
                              "memory"))
                 m.cost = problem.cost(inputs, ref)
             self.per_call = dict(reply.launches)
+            self._free_cache_if_large(ref64)  # the comparison's slices need room beside the candidate's output
             result = self._judge_output(distribution, out, reply, inputs, given, ref, ref64)
-            finite = bool((torch.isfinite(ref) & torch.isfinite(ref64)).any())
             if self.footprint > self.opts.keep_alive_bytes:  # within the budget: this trial's buffers go before the next
                 self.remote.release([*given, out])
                 del inputs, given, out, ref, ref64
