@@ -29,15 +29,10 @@ CPU_GAPS = {
 }
 """Cases that get a non-reject verdict on the CPU machine (screened 2026-12-04), with why: known
 gaps, each an expected failure that fails loudly (strict) once the gate catches it."""
-GPU_GAPS = {
-    "c5_slow_library.py": "its queued work did not slow the library (0.0379 ms event, library 0.0399 beside it and "
-                          "alone on the H100): its honest accept",
-    "c5_l2_prefetch.py": "work before the start event, below the wall check's floor",
-    "c6_stream_moderate_forgery.py": "event times divided by 1.45: below the wall check's floor and the physical floor",
-    "c6_stream_library_in_stream.py": "a slow kernel claiming the library's time / 1.45: below the wall check's floor",
-}
-"""Cases not rejected on a GPU at the committed policy (H100, 2026-12-05, 1c9e014: benchmarks/results/redteam_h100.json;
-c1_event_ms_forged.py was rejected there by the physical floor, which is lower on the H200)."""
+GPU_GAPS: dict[str, str] = {}
+"""Cases not rejected on a GPU at the committed policy. The four that were at 1c9e014 (H100,
+2026-12-05: c5_slow_library, c5_l2_prefetch, c6_stream_moderate_forgery, c6_stream_library_in_stream)
+are ``tampering`` since the harness's class dicts are watched (H100, 2026-12-06, 9a385a5)."""
 GPU_GAPS_BY_DEVICE = {
     "c1_event_ms_forged.py": "a lie below the wall check's floor: rejected by the physical floor on the H100, "
                              "accepted on the H200 (0de4bc3), whose floor is lower",
@@ -47,9 +42,13 @@ GPU_GAPS_BY_DEVICE = {
 OPTIONS = ScreenOptions(load_timeout_s=40, run_timeout_s=20)
 GATED = ScreenOptions(load_timeout_s=40, run_timeout_s=20, stream_check=True)
 """The c8 cases are written against the gated stream, which is opt-in: they are screened with it on."""
-NOT_YET_RUN = {name: "written against the gated stream (2026-12-06), not yet run on a GPU"
-               for name, *_ in CASES if name.startswith("c8_")}
-"""Not strict until their first GPU run says which the gate catches."""
+GATED_GAPS = {
+    "c8_side_stream_early.py": "precomputes on a side stream as the judge's fresh values land, and pads each gated "
+                               "call to its claim: accepted on an H100 (2026-12-06, 9a385a5), a forgery within the "
+                               "stream's tolerance",
+}
+"""Not strict: the one c8 case the gated stream did not catch at 9a385a5; the other seven were
+rejected there (six ``unsynchronized_work``, one ``library_op_used``)."""
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +64,8 @@ def _params():
         marks = [pytest.mark.gpu] if needs_gpu else []
         if name in gaps:
             marks.append(pytest.mark.xfail(reason=gaps[name], strict=True))
-        elif HAS_GPU and name in NOT_YET_RUN:
-            marks.append(pytest.mark.xfail(reason=NOT_YET_RUN[name], strict=False))
+        elif HAS_GPU and name in GATED_GAPS:
+            marks.append(pytest.mark.xfail(reason=GATED_GAPS[name], strict=False))
         elif HAS_GPU and name in GPU_GAPS_BY_DEVICE:
             marks.append(pytest.mark.xfail(reason=GPU_GAPS_BY_DEVICE[name], strict=False))
         yield pytest.param(name, cls, problem, entry, needs_gpu, id=name.removesuffix(".py"), marks=marks)
