@@ -145,6 +145,16 @@ class SharedSpace:
             base = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
             self.folder = Path(folder or tempfile.mkdtemp(prefix="kernelgate-shared-", dir=base))
 
+    def renew(self) -> None:
+        """Share from a fresh pool from now on. The caching allocator keeps a live pool's freed blocks
+        reserved (``torch.cuda.empty_cache`` releases the default pool's only): a large problem's
+        released inputs and slots stayed the judge's. The old pool, dropped, gives its free blocks
+        back to the device now and the rest as they are freed."""
+        if self._pool is not None:
+            import torch
+
+            self._pool = torch.cuda.MemPool()
+
     @property
     def pooled(self) -> bool:
         """Shared tensors live in a pool of their own (no IPC handle reaches the judge's private memory)."""

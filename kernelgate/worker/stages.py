@@ -186,11 +186,15 @@ class Screen:
         if self.footprint > self.opts.keep_alive_bytes:
             self.remote.release(tensors)
 
-    def _free_cache(self) -> None:
+    def _free_cache(self, freed_bytes: int) -> None:
         """Hand the judge's freed GPU blocks back to the device, where the candidate's process can use
-        them (a large problem: the judge's caching allocator would otherwise keep them reserved)."""
+        them (a large problem: the judge's caching allocator would otherwise keep them reserved).
+        Where what was freed is over a sixteenth of the device, the shared pool is renewed too
+        (``SharedSpace.renew``): its free blocks go back only with the pool."""
         if self.cuda:
             torch.cuda.ipc_collect()
+            if freed_bytes > torch.cuda.get_device_properties(self.device).total_memory // 16:
+                self.space.renew()
             torch.cuda.empty_cache()
 
     def _carry_peaks(self) -> None:
@@ -206,7 +210,7 @@ class Screen:
         size = sum(t.numel() * t.element_size() for x in held
                    for t in (x if isinstance(x, list) else [x]) if isinstance(t, torch.Tensor))
         if size > self.opts.keep_alive_bytes:
-            self._free_cache()
+            self._free_cache(size)
 
     def stage_done(self, name: str) -> None:
         now = time.perf_counter()
@@ -361,6 +365,10 @@ class Screen:
         if self.opts.stream_check:
             self.stream_overhead_ms = self._stream_calibration(given, slot)
         self.remote.release([*given, slot])
+        size = 3 * like.numel() * like.element_size()  # at least: the inputs, the reference's output, the slot
+        given = slot = like = None  # the round trip's closure holds them too
+        if size > self.opts.keep_alive_bytes:  # a large problem's calibration buffers go before the candidate's
+            self._free_cache(size)
 
     def _stream_calibration(self, given: list, slot) -> float:
         """The judge's clock over a gated stream of calls that run nothing (the word's store, the
@@ -503,7 +511,7 @@ class Screen:
             if self.footprint > self.opts.keep_alive_bytes:  # within the budget: this trial's buffers go before the next
                 self.remote.release([*given, out])
                 del inputs, given, out, ref, ref64
-                self._free_cache()
+                self._free_cache(self.footprint)
             if not finite:
                 m.notes.append(f"trial {distribution}: the reference is not finite on these inputs; trial skipped")
                 continue
@@ -880,7 +888,7 @@ class Screen:
         if self.footprint > self.opts.keep_alive_bytes:  # the memory budget: the timing sets go first
             self._done_with(*[x for s in self._sets for x in s])
             self._sets = None
-            self._free_cache()
+            self._free_cache(self.footprint)
         per_call = max(1, in_bytes + 2 * like.numel() * like.element_size())
         calls = min(STREAM_MAX_CALLS, math.ceil(STREAM_TARGET_MS / max(claim, 1e-4)),
                     max(STREAM_MEMORY_BYTES, 2 * self.footprint) // per_call)
