@@ -477,6 +477,7 @@ class Guard:
         self._settings: dict[str, object] = {}
         self._threads: set[int] = set()
         self._busy = threading.local()
+        self._pins: dict[tuple[int, str], tuple[object, str, int]] = {}
 
     # arming
     def arm(self) -> None:
@@ -489,6 +490,12 @@ class Guard:
         self._threads = {t.ident for t in threading.enumerate() if t.ident is not None}
         self._settings = _settings()
         self._snapshot = _snapshot()
+
+    def pin(self, owner: object, *names: str) -> None:
+        """Attributes of a harness object that must keep their identity from now on (the runner's
+        ``torch``, its guard, its forward, its gate): instance attributes no namespace snapshot sees."""
+        for name in names:
+            self._pins[(id(owner), name)] = (owner, name, id(getattr(owner, name, None)))
 
     # attribution
     def candidate_frame(self, depth: int = 2, whole_stack: bool = False):
@@ -527,8 +534,10 @@ class Guard:
         changed = sorted(f"{space}.{key}" for (space, key), ident in self._snapshot.items()
                          if (space, key) in now and now[(space, key)] != ident)
         removed = sorted(f"{space}.{key}" for (space, key) in self._snapshot if (space, key) not in now)
-        if changed or removed:
-            names = (changed + removed)[:6]
+        moved = sorted(f"{type(owner).__name__}.{name}" for owner, name, ident in self._pins.values()
+                       if id(getattr(owner, name, None)) != ident)
+        if changed or removed or moved:
+            names = (changed + removed + moved)[:6]
             return Reason.tampering, f"replaced {when}: {', '.join(names)} (timer, torch or harness functions)"
         alive = [t for t in threading.enumerate() if t.ident not in self._threads and t.is_alive()]
         if alive:

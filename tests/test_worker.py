@@ -86,3 +86,10 @@ def test_a_worker_exits_when_its_parent_dies():
         time.sleep(0.2)
     os.kill(child, 9)
     raise AssertionError(f"worker {child} outlived its parent by 10 s")
+
+
+def test_an_attribute_of_the_runner_instance_replaced_is_tampering():
+    # the class is whole again at every checkpoint; the runner's own torch is not
+    verdict = _screen("runner_attr_swap.py")
+    assert verdict.status is Status.reject and verdict.reason is Reason.tampering, verdict.summary
+    assert "Runner.torch" in verdict.failure.message

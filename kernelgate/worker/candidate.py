@@ -172,6 +172,7 @@ class Runner:
         guard.static_hits = self.hits
         guard.arm()
         self.guard = guard
+        guard.pin(self, "torch", "guard", "send", "flag", "workdir", "plugin", "log", "gate")
         reply: dict = {"type": "load", "versions": self.plugin.versions(),
                        "cpu_numerics": bool(getattr(self.plugin, "cpu_numerics", True))}
         try:
@@ -180,6 +181,7 @@ class Runner:
             if violation:
                 return {**reply, "violation": violation}
             self.fn, reply["state_copied"], reply["note"] = self._build(entry, req)
+            guard.pin(self, "fn")
         except CandidateFailure as failure:
             return {**reply, "error": {"reason": failure.reason, "message": failure.message}}
         violation = self._check("after construction")
@@ -294,6 +296,8 @@ class Runner:
                 self.gate = CandidateGate(req["gate"])
             except Exception as exc:  # the driver's, before any candidate code: the judge turns the check off
                 return {"type": "call", "gate_error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+            if self.guard is not None:
+                self.guard.pin(self, "gate")
         return {"type": "call"}
 
     def stream(self, req: dict) -> dict:
