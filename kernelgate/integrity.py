@@ -80,6 +80,8 @@ _SETTINGS_CALLS = {
 }
 _DISPATCH_ESCAPES = ("_DisableTorchDispatch", "DisableTorchFunction", "_pop_mode", "_disable_current_modes",
                      "_python_dispatch", "_push_mode", "_set_torch_function_mode", "_len_torch_function_stack")
+_RAW_CUDA_CLASSES = frozenset({"_CudaStreamBase", "_CudaEventBase"})
+"""torch.cuda.Stream's and Event's C bases: a stream made from them skips ``_wrap_stream_creation``."""
 _STREAM_CALLS = {"torch.cuda.Stream", "torch.cuda.stream", "torch.cuda.ExternalStream", "torch.cuda.set_stream",
                  "torch.cuda.streams.Stream", "torch.cuda.CUDAGraph", "torch.cuda.graph", "torch.Stream",
                  "torch.cuda.StreamContext"}
@@ -241,6 +243,9 @@ class _Scanner(ast.NodeVisitor):
         if node.attr in _FRAME_ATTRS:
             self.add(node, "introspection", Reason.introspection, True,
                      f"reads .{node.attr}: walks frames, where the gate's locals (the reference output) live")
+        elif node.attr in _RAW_CUDA_CLASSES:
+            self.add(node, "raw_stream", Reason.side_stream, True,
+                     f"reaches torch's raw {node.attr}: a stream or event the gate's stream wrapper does not see")
         elif name == "sys.modules" or name.startswith("sys.modules."):
             self.add(node, "sys_modules", Reason.tampering, True, "touches sys.modules: could swap the gate's modules")
         elif any(esc in name for esc in _DISPATCH_ESCAPES):

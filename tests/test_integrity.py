@@ -23,6 +23,7 @@ def _rules(source: str) -> dict[str, bool]:
     ("import inspect\ndef f():\n    return inspect.stack()\n", "introspection", True),
     ("import torch\ntorch.set_float32_matmul_precision('medium')\n", "settings_change", True),
     ("import torch\ndef f(x):\n    s = torch.cuda.Stream()\n", "side_stream", False),
+    ("import torch\ns = torch._C._CudaStreamBase(priority=0)\n", "raw_stream", True),
     ("import threading\n", "threads", False),
     ("import os\ndef f():\n    os.fork()\n", "process_spawn", False),
     ("C = {}\ndef f(x):\n    C[x.data_ptr()] = x\n", "output_cache", False),
