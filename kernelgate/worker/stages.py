@@ -365,7 +365,7 @@ class Screen:
         if self.opts.stream_check:
             self.stream_overhead_ms = self._stream_calibration(given, slot)
         self.remote.release([*given, slot])
-        size = 3 * like.numel() * like.element_size()  # at least: the inputs, the reference's output, the slot
+        size = 2 * sum(t.numel() * t.element_size() for t in [*given, like] if isinstance(t, torch.Tensor))
         given = slot = like = None  # the round trip's closure holds them too
         if size > self.opts.keep_alive_bytes:  # a large problem's calibration buffers go before the candidate's
             self._free_cache(size)
