@@ -8,6 +8,8 @@
 # It unpacks the bundle into $SITE, the committed tree (.device/head.tgz: what HEAD holds, not the
 # working tree's uncommitted edits) into $W, installs kernelgate from $W into $SITE, puts both on
 # PYTHONPATH, and leaves the shell in $W. KERNELGATE_COMMIT names the commit in every record.
+# A device call brings back at most 8 files from $OUT (more are left out, records too): write the
+# records there and pack the logs into one tar.
 set -u
 export SITE=$(mktemp -d) W=$(mktemp -d)
 tar -C "$SITE" -xJf .device/site.tar.xz
