@@ -175,9 +175,10 @@ class JudgeGate:
         torch.cuda.synchronize()
         return (ended - began) * 1e3, False
 
-    def library_overhead(self, deadline_s: float) -> float:
-        """The median of eight empty gated round trips in the judge's process, in ms (cached)."""
-        if self.overhead_ms is None:
+    def library_overhead(self, deadline_s: float, again: bool = False) -> float:
+        """The median of eight empty gated round trips in the judge's process, in ms (cached;
+        ``again``: measured anew, as in the timing turn, where no other screen uses the GPU)."""
+        if self.overhead_ms is None or again:
             times = sorted(self.time_own(lambda: None, deadline_s)[0] for _ in range(8))
             self.overhead_ms = (times[3] + times[4]) / 2
         return self.overhead_ms

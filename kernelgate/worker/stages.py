@@ -207,8 +207,7 @@ class Screen:
         inputs) go back to the device before the candidate's process asks for memory: the judge's
         caching allocator would keep them reserved, and on an 80 GB H100 the 6 GB KernelBench
         problems ran the candidate out of memory beside them."""
-        size = sum(t.numel() * t.element_size() for x in held
-                   for t in (x if isinstance(x, list) else [x]) if isinstance(t, torch.Tensor))
+        size = _nbytes(*held)
         if size > self.opts.keep_alive_bytes:
             self._free_cache(size)
 
@@ -365,7 +364,7 @@ class Screen:
         if self.opts.stream_check:
             self.stream_overhead_ms = self._stream_calibration(given, slot)
         self.remote.release([*given, slot])
-        size = 2 * sum(t.numel() * t.element_size() for t in [*given, like] if isinstance(t, torch.Tensor))
+        size = 2 * _nbytes(given, like)  # the inputs and their shared copy, the output and its slot
         given = slot = like = None  # the round trip's closure holds them too
         if size > self.opts.keep_alive_bytes:  # a large problem's calibration buffers go before the candidate's
             self._free_cache(size)
@@ -506,7 +505,6 @@ class Screen:
                              "memory"))
                 m.cost = problem.cost(inputs, ref)
             self.per_call = dict(reply.launches)
-            self._free_cache_if_large(ref64)  # the comparison's slices need room beside the candidate's output
             result = self._judge_output(distribution, out, reply, inputs, given, ref, ref64)
             if self.footprint > self.opts.keep_alive_bytes:  # within the budget: this trial's buffers go before the next
                 self.remote.release([*given, out])
@@ -746,8 +744,7 @@ class Screen:
             # the judge's own empty round trips again, now that the GPU is this screen's alone: at load,
             # beside other screens of the lane, the calibration can take far longer, and a stream less
             # that much reads as 0 ms; where it is over twice the judge's own, the judge's own counts
-            self.gate.overhead_ms = None
-            own = self.gate.library_overhead(self.opts.run_timeout_s)
+            own = self.gate.library_overhead(self.opts.run_timeout_s, again=True)
             if self.stream_overhead_ms > 2 * own:
                 self.stream_overhead_ms = own
             self._stream(timing)
@@ -1187,6 +1184,12 @@ def _default_host_memory_mb() -> int:
     from kernelgate.worker.supervisor import default_host_memory_mb
 
     return default_host_memory_mb()
+
+
+def _nbytes(*held) -> int:
+    """Bytes of the tensors among ``held`` (tensors, lists of them, anything else)."""
+    return sum(t.numel() * t.element_size() for x in held
+               for t in (x if isinstance(x, list) else [x]) if isinstance(t, torch.Tensor))
 
 
 def _sync() -> None:
