@@ -156,6 +156,31 @@ def test_released_tensors_ride_on_the_next_request_and_are_forgotten_after_its_r
     assert "release" not in asked[-1]  # said once
 
 
+def test_drop_released_frees_released_tensors_before_the_judge_allocates_again(tmp_path):
+    """Between a large problem's trials nothing else is asked before the next reference allocates:
+    the released buffers are let go of by a request of their own, and only when there are some."""
+    from types import SimpleNamespace
+
+    from kernelgate.worker.protocol import SharedSpace
+    from kernelgate.worker.stages import Remote
+
+    (tmp_path / "s").mkdir()
+    space = SharedSpace(torch.device("cpu"), tmp_path / "s")
+    asked: list[dict] = []
+    link = SimpleNamespace(ask=lambda request, **_: asked.append(request) or CallReply(type="call"))
+    screen = SimpleNamespace(space=space, link=link, cuda=False, call_deadline_s=5,
+                             opts=SimpleNamespace(load_timeout_s=10))
+    remote = Remote(screen)
+    remote.drop_released("numerics")
+    assert asked == []  # nothing pending: no request
+    a = space.copy_of(torch.ones(4))
+    remote.arg(a)
+    remote.release([a])
+    remote.drop_released("numerics")
+    assert [r["type"] for r in asked] == ["ping"] and len(asked[0]["release"]) == 1
+    assert not os.path.exists(a._kernelgate_path)
+
+
 @pytest.mark.parametrize("fixture, status, reason", [
     ("rowsum_good.py", None, None),
     # freed buffers come back at the same addresses: a pointer-keyed cache replays a stale result

@@ -190,7 +190,8 @@ class Screen:
         """Hand the judge's freed GPU blocks back to the device, where the candidate's process can use
         them (a large problem: the judge's caching allocator would otherwise keep them reserved).
         Where what was freed is over a sixteenth of the device, the shared pool is renewed too
-        (``SharedSpace.renew``): its free blocks go back only with the pool."""
+        (``SharedSpace.renew``): its free blocks go back only with the pool. Released shared tensors
+        are freed only once the candidate's process has let go of them (``Remote.drop_released``)."""
         if self.cuda:
             torch.cuda.ipc_collect()
             if freed_bytes > torch.cuda.get_device_properties(self.device).total_memory // 16:
@@ -367,6 +368,7 @@ class Screen:
         size = 2 * _nbytes(given, like)  # the inputs and their shared copy, the output and its slot
         given = slot = like = None  # the round trip's closure holds them too
         if size > self.opts.keep_alive_bytes:  # a large problem's calibration buffers go before the candidate's
+            self.remote.drop_released("load")
             self._free_cache(size)
 
     def _stream_calibration(self, given: list, slot) -> float:
@@ -508,6 +510,7 @@ class Screen:
             result = self._judge_output(distribution, out, reply, inputs, given, ref, ref64)
             if self.footprint > self.opts.keep_alive_bytes:  # within the budget: this trial's buffers go before the next
                 self.remote.release([*given, out])
+                self.remote.drop_released("numerics")  # before the next trial's reference allocates
                 del inputs, given, out, ref, ref64
                 self._free_cache(self.footprint)
             if not finite:
@@ -887,6 +890,7 @@ class Screen:
         if self.footprint > self.opts.keep_alive_bytes:  # the memory budget: the timing sets go first
             self._done_with(*[x for s in self._sets for x in s])
             self._sets = None
+            self.remote.drop_released("timing")
             self._free_cache(self.footprint)
         per_call = max(1, in_bytes + 2 * like.numel() * like.element_size())
         calls = min(STREAM_MAX_CALLS, math.ceil(STREAM_TARGET_MS / max(claim, 1e-4)),
@@ -1024,6 +1028,12 @@ class Remote:
             if cached is not None and cached[0] is tensor:
                 self._release_keys.append(ref_key(cached[1]))
                 self._released.append(tensor)
+
+    def drop_released(self, stage: str) -> None:
+        """Free the released shared tensors now: a request that does nothing carries their names to
+        the candidate's process (the next real request would, but the judge allocates before it)."""
+        if self._release_keys:
+            self.ask({"type": "ping"}, stage, deadline_s=self.screen.call_deadline_s)
 
     def ask(self, request: dict, stage: str, *, deadline_s: float,
             on_slow: tuple[float, Callable[[], None]] | None = None):
