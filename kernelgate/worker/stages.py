@@ -204,10 +204,9 @@ class Screen:
         self.judge_reserved_peak = max(self.judge_reserved_peak, int(torch.cuda.max_memory_reserved()))
 
     def _free_cache_if_large(self, *held) -> None:
-        """After the reference ran on a large problem, its temporaries (the input clones, the fp64
-        inputs) go back to the device before the candidate's process asks for memory: the judge's
-        caching allocator would keep them reserved, and on an 80 GB H100 the 6 GB KernelBench
-        problems ran the candidate out of memory beside them."""
+        """After the reference ran on a problem whose ``held`` tensors are over ``keep_alive_bytes``,
+        its temporaries (the input clones, the fp64 inputs) go back to the device before the
+        candidate's process asks for memory: the judge's caching allocator would keep them reserved."""
         size = _nbytes(*held)
         if size > self.opts.keep_alive_bytes:
             self._free_cache(size)
