@@ -4,6 +4,7 @@
 #           git archive --format=tar HEAD | gzip > .device/head.tgz && git rev-parse HEAD > .device/commit
 #   there:  source scripts/device-prep.sh && python3 benchmarks/boundary.py --out "$OUT/boundary_h200.json"
 #           (run with carry [".device"], plus ".kb" for benchmarks/kernelbench_all.py)
+#   scripts/device-calls.sh sources this and runs the benchmarks the open issues wait for, by part.
 #
 # It unpacks the bundle into $SITE, the committed tree (.device/head.tgz: what HEAD holds, not the
 # working tree's uncommitted edits) into $W, installs kernelgate from $W into $SITE, puts both on

@@ -1,0 +1,71 @@
+# The GPU runs the open issues wait for, as named parts of one device call (the device tool of the
+# tool library; run from the repository root there, carry [".device", ".kb"]):
+#
+#   here:   ../shared/tools/device-bundle.sh
+#           git archive --format=tar HEAD | gzip > .device/head.tgz && git rev-parse HEAD > .device/commit
+#   there:  BUDGET=540 bash scripts/device-calls.sh tests kb redteam      (give the call timeout_s 600)
+#
+# Parts, in the order given; each gets what is left of BUDGET seconds (default 540), and one that
+# would get under 40 s is skipped and says so:
+#   tests     the GPU tests of the hang deadline, the largest level-1 input and the gate, with
+#             benchmarks/probes/memtrace loaded (the judge's memory at each step, in the logs)
+#   kb        benchmarks/kernelbench_all.py, levels 1 and 2 at 8 in flight   -> kernelbench_all_DEV.json
+#   kbeval    the same record resumed, KernelBench's own eval on the candidates -> kernelbench_all_DEV.json
+#   redteam   every red-team case, the gated stream on                         -> redteam_stream_DEV.json
+#   boundary  the 25 examples one at a time, the gated stream on               -> boundary_stream_DEV.json
+#   corpus    the study corpus at 8 in flight, the gated stream on             -> gate_corpus_DEV_stream.json
+#   throughput  cold and warm, best settings first                             -> throughput_DEV.json
+# DEV is h200 or h100, from the card. Records land in $OUT; the logs in one tar ($OUT/logs.tgz):
+# a call brings back at most 8 files.
+source scripts/device-prep.sh
+case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in *H200*) DEV=h200 ;; *) DEV=h100 ;; esac
+LOGS=$OUT/logs
+mkdir -p "$LOGS"
+T0=$(date +%s)
+left() { echo $(( ${BUDGET:-540} - ($(date +%s) - T0) )); }
+
+for part in "$@"; do
+  L=$(left)
+  if [ "$L" -lt 40 ]; then echo "$part: skipped, ${L} s left"; continue; fi
+  case "$part" in
+    tests)
+      PYTHONPATH="$W/benchmarks/probes/memtrace:$PYTHONPATH" timeout $(( L < 150 ? L : 150 )) \
+        python3 -m pytest -q -m gpu tests/test_gpu_deadlines.py tests/test_gpu_gate.py -p no:cacheprovider \
+        > "$LOGS/pytest_gpu.log" 2>&1
+      echo "tests rc=$?"; tail -4 "$LOGS/pytest_gpu.log"
+      cp benchmarks/probes/memtrace/memtrace.log "$LOGS/" 2>/dev/null
+      grep "raise\|stage_done" "$LOGS/memtrace.log" | tail -12 ;;
+    kb)
+      timeout "$L" python3 benchmarks/kernelbench_all.py --kernelbench .kb --levels 1 2 --concurrency 8 --adaptive \
+        --out "$OUT/kernelbench_all_$DEV.json" --gate-deadline-s $(( L - 30 )) --deadline-s $(( L - 20 )) \
+        > "$LOGS/kb.log" 2>&1
+      echo "kb rc=$?"; tail -20 "$LOGS/kb.log" ;;
+    kbeval)
+      prev=$OUT/kernelbench_all_$DEV.json; [ -f "$prev" ] || prev=benchmarks/results/kernelbench_all_$DEV.json
+      cp "$prev" /tmp/kb_prev.json 2>/dev/null
+      timeout "$L" python3 benchmarks/kernelbench_all.py --kernelbench .kb --levels 1 2 --concurrency 8 --adaptive \
+        --resume /tmp/kb_prev.json --out "$OUT/kernelbench_all_$DEV.json" --gate-deadline-s 1 \
+        --deadline-s $(( L - 70 )) --kernelbench-eval --kb-timeout-s 60 > "$LOGS/kbeval.log" 2>&1
+      echo "kbeval rc=$?"; tail -12 "$LOGS/kbeval.log" ;;
+    redteam)
+      timeout "$L" python3 benchmarks/redteam.py --stream-check --out "$OUT/redteam_stream_$DEV.json" \
+        > "$LOGS/redteam.log" 2>&1
+      echo "redteam rc=$?"; python3 benchmarks/redteam.py --table "$OUT/redteam_stream_$DEV.json" | tail -70 ;;
+    boundary)
+      timeout "$L" python3 benchmarks/boundary.py --stream-check --out "$OUT/boundary_stream_$DEV.json" \
+        > "$LOGS/boundary.log" 2>&1
+      echo "boundary rc=$?"; tail -5 "$LOGS/boundary.log" ;;
+    corpus)
+      timeout "$L" python3 benchmarks/score_truth.py screen --corpus benchmarks/corpus_existing.json \
+        examples/corpus_oos/manifest.json --concurrency 8 --stream-check --deadline-s $(( L - 40 )) --grace-s 25 \
+        --out "$OUT/gate_corpus_${DEV}_stream.json" > "$LOGS/corpus.log" 2>&1
+      echo "corpus rc=$?"; tail -5 "$LOGS/corpus.log" ;;
+    throughput)
+      timeout "$L" python3 benchmarks/throughput.py --out "$OUT/throughput_$DEV.json" --modes cold-best warm-best cold \
+        > "$LOGS/throughput.log" 2>&1
+      echo "throughput rc=$?"; tail -8 "$LOGS/throughput.log" ;;
+    *) echo "unknown part: $part" ;;
+  esac
+  echo "after $part: $(( $(date +%s) - T0 )) s"
+done
+tar czf "$OUT/logs.tgz" -C "$OUT" logs && rm -rf "$LOGS"
