@@ -78,4 +78,18 @@ def _install() -> None:
     sys.meta_path.insert(0, Finder())
 
 
+def _chain() -> None:
+    """Run the ``sitecustomize`` this one shadows, if the interpreter has one further on its path."""
+    import importlib.machinery
+    import importlib.util
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.machinery.PathFinder.find_spec(
+        "sitecustomize", [p for p in sys.path if os.path.abspath(p or ".") != here])
+    if spec is not None and spec.loader is not None and spec.origin != os.path.abspath(__file__):
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
+
 _install()
+_chain()
