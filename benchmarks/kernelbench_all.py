@@ -33,6 +33,9 @@ problem's footprint (inputs + parameters + output, sized on the meta device by
 KernelBench's own ``eval_kernel_against_ref`` on the same candidate, run from the checkout in a
 subprocess per candidate with a timeout, with the settings of its ``scripts/eval_from_generations.py``
 (5 correctness trials, 100 perf trials, ``cuda_event`` timing, fp32; backend ``triton``).
+With ``--gate-alone`` each of those candidates is also screened by itself (``kernelgate.screen``,
+one spare worker started ahead) just before KernelBench's eval of it: seconds per candidate, both
+one at a time, in the same run.
 A gate fault on one problem is recorded with its text and the loop goes on.
 
 CPU check of everything but the gate's measurements (the test suite runs it on three copied
@@ -376,7 +379,23 @@ def summarize(record: dict[str, Any]) -> dict[str, Any]:
             "timed": sum(1 for k in kb_done if (k.get("runtime_ms") or -1) > 0),
             "median_seconds": round(statistics.median(k["seconds_wall"] for k in kbs), 2) if kbs else None,
         },
+        "gate_alone": alone_summary(problems),
     }
+
+
+def alone_summary(problems: list[dict[str, Any]]) -> dict[str, Any]:
+    """``--gate-alone`` beside KernelBench's eval: the problems where both ran on the same candidate,
+    their medians, and on how many the gate's verdict came first."""
+    both = [(p["gate_alone"], p["kernelbench_eval"]) for p in problems
+            if p.get("gate_alone") and p.get("kernelbench_eval")
+            and p["gate_alone"].get("candidate_sha256") == p["kernelbench_eval"].get("candidate_sha256")]
+    if not both:
+        return {"both": 0}
+    return {"both": len(both),
+            "gate_median_seconds": round(statistics.median(g["seconds_wall"] for g, _ in both), 2),
+            "kernelbench_median_seconds": round(statistics.median(k["seconds_wall"] for _, k in both), 2),
+            "gate_faster": sum(1 for g, k in both if g["seconds_wall"] < k["seconds_wall"]),
+            "gate_errors": sum(1 for g, _ in both if g.get("error"))}
 
 
 # --- KernelBench's own eval, one subprocess per candidate -----------------------------------
@@ -586,6 +605,32 @@ def screen_gate(todo: list[Entry], generated: dict[str, Generated], record: dict
     return done
 
 
+def _alone_pool():
+    """``--gate-alone``'s runner: kernelgate's worker pool as ``screen`` uses it, one spare started ahead."""
+    from kernelgate.worker import WorkerPool
+
+    return WorkerPool(spares=1)
+
+
+def screen_alone(entry: Entry, generated: Generated, runner, options, run_index: int) -> dict[str, Any]:
+    """The candidate screened by itself with ``kernelgate.screen``: the seconds a caller waits for
+    one verdict, to set beside KernelBench's eval of the same candidate (also one at a time)."""
+    from kernelgate import screen
+    from kernelgate.models import Candidate, Problem
+
+    candidate = Candidate(source=generated.source, dsl="triton", entry="ModelNew", name=f"kb_level{entry.level}_"
+                          f"{entry.path.stem}")
+    began = time.monotonic()
+    try:
+        verdict = screen(candidate, Problem.file(str(entry.path)), options=options, runner=runner)
+        said = {"status": verdict.status.value, "reason": verdict.reason.value if verdict.reason else None,
+                "error": None}
+    except Exception as exc:  # noqa: BLE001 -- recorded: a fault of the gate is a finding
+        said = {"status": None, "reason": None, "error": f"{type(exc).__name__}: {exc}"[:600]}
+    return {**said, "seconds_wall": round(time.monotonic() - began, 2), "run": run_index,
+            "candidate_sha256": generated.sha256}
+
+
 def fake_lane(mode: str, fault_names: Iterable[str]):
     """``--fake-gate``: a ``screen_many`` lane that runs nothing (``kernelgate.testing.FakeRunner``). Every
     candidate is a ``library_op_used`` reject; the candidates named in ``fault_names`` get a worker
@@ -618,6 +663,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernelbench-eval", action="store_true", help="also run KernelBench's eval_kernel_against_ref")
     parser.add_argument("--kb-timeout-s", type=float, default=60.0)
     parser.add_argument("--kb-limit", type=int, help="at most this many KernelBench evals in this call")
+    parser.add_argument("--gate-alone", action="store_true",
+                        help="with --kernelbench-eval: screen each candidate again, one at a time, just before "
+                             "KernelBench's eval of it (seconds per candidate, both alone, same run)")
     parser.add_argument("--fake-gate", nargs="?", const="reject", choices=("reject", "broken"),
                         help="CPU check: screen with kernelgate.testing.FakeRunner, no worker (see the docstring)")
     parser.add_argument("--fake-fault", nargs="+", default=[], metavar="KEY",
@@ -668,6 +716,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"[plan] {len(entries)} problems selected; gate: {len(gate_todo)} to screen; "
           f"KernelBench eval: {len(kb_todo)}; concurrency {concurrency}; device {header['device'].get('name')}")
 
+    alone = None  # --gate-alone's runner
     try:
         for entry in {e.key: e for e in gate_todo + kb_todo}.values():
             problem = record["problems"].setdefault(entry.key, {})
@@ -691,6 +740,8 @@ def main(argv: list[str] | None = None) -> int:
 
         t_kb = time.monotonic()
         kb_done = 0
+        if args.gate_alone and kb_todo:
+            alone = fake_lane(args.fake_gate, []) if args.fake_gate else _alone_pool()
         for entry in kb_todo:
             if args.kb_limit is not None and kb_done >= args.kb_limit:
                 break
@@ -700,6 +751,13 @@ def main(argv: list[str] | None = None) -> int:
             if left is not None and left < 10:
                 print("[kernelbench eval] deadline reached: the rest is left for --resume")
                 break
+            if alone is not None:
+                record["problems"][entry.key]["gate_alone"] = screen_alone(
+                    entry, generated[entry.key], alone, options, run_index)
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left < 10:
+                    print("[kernelbench eval] deadline reached: the rest is left for --resume")
+                    break
             timeout = args.kb_timeout_s if left is None else min(args.kb_timeout_s, left)
             kb = run_kb_eval(kernelbench, entry.path, generated[entry.key].path, timeout,
                              folder / f"kb_{entry.level}_{entry.problem_id}")
@@ -721,6 +779,8 @@ def main(argv: list[str] | None = None) -> int:
         header["wall_seconds"] = round(time.monotonic() - began, 2)
         write_record(record, out)
     finally:
+        if alone is not None and hasattr(alone, "close"):
+            alone.close()
         if not args.keep_candidates:
             shutil.rmtree(folder, ignore_errors=True)
     print(json.dumps({k: record["summary"][k] for k in ("screened", "by_status", "by_reason", "gate_errors",

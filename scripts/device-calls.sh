@@ -10,7 +10,8 @@
 #   tests     the GPU tests of the hang deadline, the largest level-1 input and the gate, with
 #             benchmarks/probes/memtrace loaded (the judge's memory at each step, in the logs)
 #   kb        benchmarks/kernelbench_all.py, levels 1 and 2 at 8 in flight   -> kernelbench_all_DEV.json
-#   kbeval    the same record resumed, KernelBench's own eval on the candidates -> kernelbench_all_DEV.json
+#   kbeval    the same record resumed; each candidate screened alone, then KernelBench's own eval
+#             of it                                                            -> kernelbench_all_DEV.json
 #   redteam   every red-team case, the gated stream on                         -> redteam_stream_DEV.json
 #   boundary  the 25 examples one at a time, the gated stream on               -> boundary_stream_DEV.json
 #   corpus    the study corpus at 8 in flight, the gated stream on             -> gate_corpus_DEV_stream.json
@@ -45,7 +46,7 @@ for part in "$@"; do
       cp "$prev" /tmp/kb_prev.json 2>/dev/null
       timeout "$L" python3 benchmarks/kernelbench_all.py --kernelbench .kb --levels 1 2 --concurrency 8 --adaptive \
         --resume /tmp/kb_prev.json --out "$OUT/kernelbench_all_$DEV.json" --gate-deadline-s 1 \
-        --deadline-s $(( L - 70 )) --kernelbench-eval --kb-timeout-s 60 > "$LOGS/kbeval.log" 2>&1
+        --deadline-s $(( L - 70 )) --kernelbench-eval --gate-alone --kb-timeout-s 60 > "$LOGS/kbeval.log" 2>&1
       echo "kbeval rc=$?"; tail -12 "$LOGS/kbeval.log" ;;
     redteam)
       timeout "$L" python3 benchmarks/redteam.py --stream-check --out "$OUT/redteam_stream_$DEV.json" \

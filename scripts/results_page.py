@@ -355,11 +355,18 @@ def kernelbench_all(r: dict) -> list[str]:
         gate, kb = x.get("gate") or {}, x["kernelbench_eval"]
         kb_said = ("did not finish" if kb.get("timed_out") else
                    f"compiled={kb.get('compiled')} correct={kb.get('correctness')}")
-        rows.append([key, x.get("file"), gate.get("status"), gate.get("reason"), gate.get("wall_seconds"), kb_said,
-                     kb.get("seconds_wall")])
+        alone = x.get("gate_alone") or {}
+        rows.append([key, x.get("file"), gate.get("status"), gate.get("reason"), gate.get("wall_seconds"),
+                     alone.get("seconds_wall"), kb_said, kb.get("seconds_wall")])
+    a = s.get("gate_alone") or {}
+    if a.get("both"):
+        out += [f"- One at a time, same candidates ({a['both']}): the gate's median {num(a.get('gate_median_seconds'))} s "
+                f"per candidate, KernelBench's {num(a.get('kernelbench_median_seconds'))} s; the gate's verdict came "
+                f"first on {a.get('gate_faster')} of {a['both']}", ""]
     return out + ["The same candidates, the same run: the gate's verdict and seconds per candidate (wall, "
-                  "concurrency as in the command) beside KernelBench's `eval_kernel_against_ref`:", ""] + table(
-        ["problem", "file", "gate", "gate reason", "gate s", "KernelBench", "KernelBench s"], rows)
+                  "concurrency as in the command; alone: screened by itself just before KernelBench's eval) beside "
+                  "KernelBench's `eval_kernel_against_ref`:", ""] + table(
+        ["problem", "file", "gate", "gate reason", "gate s", "gate alone s", "KernelBench", "KernelBench s"], rows)
 
 
 def truth(r: dict) -> list[str]:

@@ -94,7 +94,7 @@ def first_run(checkout, tmp_path_factory):
     folder = tmp_path_factory.mktemp("run")
     out, kept = folder / "results" / "all.json", folder / "candidates"
     done = _run("--kernelbench", str(checkout), "--out", str(out), "--fake-gate", "--fake-fault", "1/40",
-                "--keep-candidates", str(kept), "--kernelbench-eval", "--kb-timeout-s", "12")
+                "--keep-candidates", str(kept), "--kernelbench-eval", "--kb-timeout-s", "12", "--gate-alone")
     return json.loads(out.read_text()), out, kept, done.stdout
 
 
@@ -147,6 +147,19 @@ def test_kernelbench_eval_runs_from_the_checkout_in_a_child(first_run):
     assert first_run[0]["summary"]["kernelbench_eval"] == {
         "run": 4, "finished": 2, "did_not_finish": 2, "compiled": 2, "correct": 2, "timed": 2,
         "median_seconds": first_run[0]["summary"]["kernelbench_eval"]["median_seconds"]}
+
+
+def test_gate_alone_screens_each_candidate_again_beside_kernelbench(first_run):
+    """``--gate-alone``: the same candidate, screened by itself just before KernelBench's eval of it."""
+    record = first_run[0]
+    for key, problem in record["problems"].items():
+        alone = problem["gate_alone"]
+        assert alone["status"] == "reject" and alone["reason"] == "library_op_used" and alone["error"] is None, key
+        assert alone["candidate_sha256"] == problem["kernelbench_eval"]["candidate_sha256"] and alone["run"] == 0
+        assert alone["seconds_wall"] >= 0
+    s = record["summary"]["gate_alone"]
+    assert s["both"] == 4 and s["gate_errors"] == 0 and 0 <= s["gate_faster"] <= 4
+    assert s["gate_median_seconds"] is not None and s["kernelbench_median_seconds"] is not None
 
 
 def test_generated_candidates_pass_the_static_checks_and_compute_the_reference(first_run):
