@@ -75,3 +75,18 @@ def test_state_is_randomized_and_copied():
     ln = torch.nn.LayerNorm(32)
     randomize_state(ln, torch.Generator().manual_seed(0))
     assert not torch.all(ln.weight == 1) and not torch.all(ln.bias == 0)
+
+
+def test_same_values_compares_slice_by_slice(monkeypatch):
+    import kernelgate.numerics as numerics
+
+    monkeypatch.setattr(numerics, "CHUNK_ELEMENTS", 7)  # many slices, the last one partial
+    a = torch.arange(50, dtype=torch.float32).reshape(5, 10)
+    a[0, 3] = float("nan")
+    b = a.clone()
+    assert numerics.same_values(a, b)  # NaN equals NaN
+    b[4, 9] = 0.5  # in the last slice
+    assert not numerics.same_values(a, b)
+    assert not numerics.same_values(a, a.double()) and not numerics.same_values(a, a.reshape(10, 5))
+    ints = torch.arange(20)
+    assert numerics.same_values(ints, ints.clone()) and not numerics.same_values(ints, ints.flip(0))
