@@ -372,8 +372,10 @@ class Screen:
 
     def _stream_calibration(self, given: list, slot) -> float:
         """The judge's clock over a gated stream of calls that run nothing (the word's store, the
-        candidate's wait, its event, the judge's poll): the median of five, before any candidate
-        code is in that process. The page and the event are mapped there now, by the harness alone.
+        candidate's wait, its event, the judge's poll), after GPU work of the judge's own as a real
+        stream has (the H200's honest streams were 0.07 to 0.19 ms over their claims per stream,
+        whatever the number of calls, when this calibration had none): the median of five, before
+        any candidate code is in that process. The page and the event are mapped there now, by the harness alone.
         Without a gate here (a driver call failed), the stream check is off for this screen."""
         from kernelgate.worker.gpu_gate import GateError, JudgeGate
 
@@ -391,8 +393,8 @@ class Screen:
             self._gate_off(f"the candidate's process could not map the judge's word: {reply.gate_error}")
             return 0.0
         walls = []
-        for _ in range(6):
-            began, ended, _, _ = self._gated("load", deadline)
+        for _ in range(6):  # the judge's own GPU work before the word, as in a real stream (the L2 flush):
+            began, ended, _, _ = self._gated("load", deadline, self._flush_l2)  # the device then switches back
             walls.append((ended - began) * 1e3)
         remote.ask({"type": "stream_close"}, "load", deadline_s=deadline)
         return statistics.median(walls[1:])
