@@ -174,6 +174,8 @@ class Screen:
         self.gate = None
         """The judge's flag page and event for the judge-clocked stream (``gpu_gate.JudgeGate``)."""
         self._l2_flush = None
+        self._l2_flushed = False
+        """Whether the judge made its L2 flush buffer (a fixed cost of the memory budget, not the problem's)."""
         self.remote = Remote(self)
         self._clock = self._part = time.perf_counter()
 
@@ -372,10 +374,10 @@ class Screen:
 
     def _stream_calibration(self, given: list, slot) -> float:
         """The judge's clock over a gated stream of calls that run nothing (the word's store, the
-        candidate's wait, its event, the judge's poll), after GPU work of the judge's own as a real
-        stream has (the H200's honest streams were 0.07 to 0.19 ms over their claims per stream,
-        whatever the number of calls, when this calibration had none): the median of five, before
-        any candidate code is in that process. The page and the event are mapped there now, by the harness alone.
+        candidate's wait, its event, the judge's poll), each after GPU work of the judge's own before
+        the word, as a real stream has (its L2 flush: the device then switches back to the
+        candidate's context, a fixed cost per stream): the median of five, before any candidate
+        code is in that process. The page and the event are mapped there now, by the harness alone.
         Without a gate here (a driver call failed), the stream check is off for this screen."""
         from kernelgate.worker.gpu_gate import GateError, JudgeGate
 
@@ -393,9 +395,10 @@ class Screen:
             self._gate_off(f"the candidate's process could not map the judge's word: {reply.gate_error}")
             return 0.0
         walls = []
-        for _ in range(6):  # the judge's own GPU work before the word, as in a real stream (the L2 flush):
-            began, ended, _, _ = self._gated("load", deadline, self._flush_l2)  # the device then switches back
+        for _ in range(6):
+            began, ended, _, _ = self._gated("load", deadline, self._flush_l2)
             walls.append((ended - began) * 1e3)
+        self._l2_flush = None  # made again for the stream: not held beside the timing's own
         remote.ask({"type": "stream_close"}, "load", deadline_s=deadline)
         return statistics.median(walls[1:])
 
@@ -980,6 +983,7 @@ class Screen:
         """Evict the L2 (``timing.l2_flush_buffer``, the judge's own, made once)."""
         if self._l2_flush is None:
             self._l2_flush = l2_flush_buffer(self.device)
+            self._l2_flushed = True
         self._l2_flush.fill_(1)
 
     # --- end -------------------------------------------------------------------------------------
@@ -990,7 +994,7 @@ class Screen:
                 footprint_bytes=self.footprint, candidate_peak_bytes=self.remote.peak_bytes,
                 judge_peak_bytes=max(self.judge_peak, self._peak_carry, int(torch.cuda.max_memory_allocated())),
                 judge_reserved_peak_bytes=max(self.judge_reserved_peak, int(torch.cuda.max_memory_reserved())),
-                judge_peak_by_phase=self.phase_peaks, fixed_bytes=L2_FLUSH_BYTES if self.timed_requests else 0,
+                judge_peak_by_phase=self.phase_peaks, fixed_bytes=L2_FLUSH_BYTES if self.timed_requests or self._l2_flushed else 0,
                 reference_peak_bytes=self.footprint - self.output_bytes + self.reference_growth,
                 reference_fp64_peak_bytes=self.reference64_growth)
         if self.gate is not None:
