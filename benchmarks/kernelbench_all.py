@@ -557,7 +557,7 @@ def screen_gate(todo: list[Entry], generated: dict[str, Generated], record: dict
     screened. Nothing new starts after ``deadline`` (``time.monotonic()``); what was in flight is
     left for the next call. A fault of the whole loop is retried once on the rest, then recorded."""
     from kernelgate.many import screen_many
-    from kernelgate.models import Candidate, Problem
+    from kernelgate.models import Problem
 
     done: list[str] = []
     pending = list(todo)
@@ -565,11 +565,7 @@ def screen_gate(todo: list[Entry], generated: dict[str, Generated], record: dict
     for attempt in (1, 2):
         if not pending or (deadline is not None and time.monotonic() > deadline):
             break
-        items = [(Candidate(source=generated[e.key].source, dsl="triton", entry="ModelNew",
-                            name=f"kb_level{e.level}_{e.path.stem}",
-                            metadata={"kernelbench_level": e.level, "kernelbench_problem": e.problem_id,
-                                      "candidate_kind": generated[e.key].kind}),
-                  Problem.file(str(e.path))) for e in pending]
+        items = [(candidate_for(e, generated[e.key]), Problem.file(str(e.path))) for e in pending]
         try:
             stream = screen_many(items, options=options, concurrency=concurrency, **(screen_kwargs or {}))
             try:
@@ -605,6 +601,16 @@ def screen_gate(todo: list[Entry], generated: dict[str, Generated], record: dict
     return done
 
 
+def candidate_for(entry: Entry, generated: Generated):
+    """The gate's ``Candidate`` for a problem's generated source."""
+    from kernelgate.models import Candidate
+
+    return Candidate(source=generated.source, dsl="triton", entry="ModelNew",
+                     name=f"kb_level{entry.level}_{entry.path.stem}",
+                     metadata={"kernelbench_level": entry.level, "kernelbench_problem": entry.problem_id,
+                               "candidate_kind": generated.kind})
+
+
 def _alone_pool():
     """``--gate-alone``'s runner: kernelgate's worker pool as ``screen`` uses it, one spare started ahead."""
     from kernelgate.worker import WorkerPool
@@ -616,13 +622,11 @@ def screen_alone(entry: Entry, generated: Generated, runner, options, run_index:
     """The candidate screened by itself with ``kernelgate.screen``: the seconds a caller waits for
     one verdict, to set beside KernelBench's eval of the same candidate (also one at a time)."""
     from kernelgate import screen
-    from kernelgate.models import Candidate, Problem
+    from kernelgate.models import Problem
 
-    candidate = Candidate(source=generated.source, dsl="triton", entry="ModelNew", name=f"kb_level{entry.level}_"
-                          f"{entry.path.stem}")
     began = time.monotonic()
     try:
-        verdict = screen(candidate, Problem.file(str(entry.path)), options=options, runner=runner)
+        verdict = screen(candidate_for(entry, generated), Problem.file(str(entry.path)), options=options, runner=runner)
         said = {"status": verdict.status.value, "reason": verdict.reason.value if verdict.reason else None,
                 "error": None}
     except Exception as exc:  # noqa: BLE001 -- recorded: a fault of the gate is a finding
@@ -740,6 +744,13 @@ def main(argv: list[str] | None = None) -> int:
 
         t_kb = time.monotonic()
         kb_done = 0
+
+        def out_of_time() -> bool:
+            if deadline is not None and deadline - time.monotonic() < 10:
+                print("[kernelbench eval] deadline reached: the rest is left for --resume")
+                return True
+            return False
+
         if args.gate_alone and kb_todo:
             alone = fake_lane(args.fake_gate, []) if args.fake_gate else _alone_pool()
         for entry in kb_todo:
@@ -747,18 +758,14 @@ def main(argv: list[str] | None = None) -> int:
                 break
             if record["problems"][entry.key].get("gate") is None:
                 continue  # not screened by the gate (deadline): its turn comes with it
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left < 10:
-                print("[kernelbench eval] deadline reached: the rest is left for --resume")
+            if out_of_time():
                 break
             if alone is not None:
                 record["problems"][entry.key]["gate_alone"] = screen_alone(
                     entry, generated[entry.key], alone, options, run_index)
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left < 10:
-                    print("[kernelbench eval] deadline reached: the rest is left for --resume")
+                if out_of_time():
                     break
-            timeout = args.kb_timeout_s if left is None else min(args.kb_timeout_s, left)
+            timeout = args.kb_timeout_s if deadline is None else min(args.kb_timeout_s, deadline - time.monotonic())
             kb = run_kb_eval(kernelbench, entry.path, generated[entry.key].path, timeout,
                              folder / f"kb_{entry.level}_{entry.problem_id}")
             kb.update(run=run_index, candidate_sha256=generated[entry.key].sha256,
@@ -779,7 +786,7 @@ def main(argv: list[str] | None = None) -> int:
         header["wall_seconds"] = round(time.monotonic() - began, 2)
         write_record(record, out)
     finally:
-        if alone is not None and hasattr(alone, "close"):
+        if alone is not None:
             alone.close()
         if not args.keep_candidates:
             shutil.rmtree(folder, ignore_errors=True)
