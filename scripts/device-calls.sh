@@ -15,6 +15,8 @@
 #   redteam   every red-team case, the gated stream on                         -> redteam_stream_DEV.json
 #   boundary  the 25 examples one at a time, the gated stream on               -> boundary_stream_DEV.json
 #   corpus    the study corpus at 8 in flight, the gated stream on             -> gate_corpus_DEV_stream.json
+#   corpus_default  the same at the default options (the stream off)           -> gate_corpus_DEV.json
+#   truth     benchmarks/truth.py's independent labels of the same corpus      -> truth_DEV.json
 #   throughput  cold and warm, best settings first                             -> throughput_DEV.json
 # DEV is h200 or h100, from the card. Records land in $OUT; the logs in one tar ($OUT/logs.tgz):
 # a call brings back at most 8 files.
@@ -61,6 +63,16 @@ for part in "$@"; do
         examples/corpus_oos/manifest.json --concurrency 8 --stream-check --deadline-s $(( L - 40 )) --grace-s 25 \
         --out "$OUT/gate_corpus_${DEV}_stream.json" > "$LOGS/corpus.log" 2>&1
       echo "corpus rc=$?"; tail -5 "$LOGS/corpus.log" ;;
+    corpus_default)
+      timeout "$L" python3 benchmarks/score_truth.py screen --corpus benchmarks/corpus_existing.json \
+        examples/corpus_oos/manifest.json --concurrency 8 --deadline-s $(( L - 40 )) --grace-s 25 \
+        --out "$OUT/gate_corpus_${DEV}.json" > "$LOGS/corpus_default.log" 2>&1
+      echo "corpus_default rc=$?"; tail -5 "$LOGS/corpus_default.log" ;;
+    truth)
+      timeout "$L" python3 benchmarks/truth.py --corpus benchmarks/corpus_existing.json \
+        examples/corpus_oos/manifest.json --out "$OUT/truth_${DEV}.json" --workers 6 \
+        --deadline-s $(( L - 20 < 330 ? L - 20 : 330 )) --entry-timeout-s 240 > "$LOGS/truth.log" 2>&1
+      echo "truth rc=$?"; tail -8 "$LOGS/truth.log" ;;
     throughput)
       timeout "$L" python3 benchmarks/throughput.py --out "$OUT/throughput_$DEV.json" --modes cold-best warm-best cold \
         > "$LOGS/throughput.log" 2>&1
