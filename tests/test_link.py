@@ -173,6 +173,42 @@ def test_a_stream_runs_every_call_into_the_judges_slots(process, tmp_path):
     assert process.ask({"type": "stream_close"}, deadline_s=60).error is None
 
 
+def test_a_kept_output_is_let_go_once_it_is_read_again_or_forgotten(process, tmp_path):
+    """The memory budget on the candidate's side: the history probe's outputs are kept for one
+    recopy each; after it (or when a recopy names them in ``forget``) the candidate's process holds
+    them no longer, and a ``ping`` with ``free_cache`` is answered (its empty_cache is CUDA-only)."""
+    import torch
+
+    from kernelgate.worker.protocol import SharedSpace
+
+    (tmp_path / "shared").mkdir()
+    space = SharedSpace(torch.device("cpu"), tmp_path / "shared")
+    loaded = process.ask({"type": "load", "source": STREAM_CANDIDATE, "entry": "ModelNew", "dsl": "triton",
+                          "dtype": "float32", "init": [], "state": {}, "compile_cache": False, "compile_cache_dir": "",
+                          "limits": {"max_file_mb": 64, "gpu_memory_fraction": 0.85, "host_memory_mb": 8192}},
+                         deadline_s=120)
+    assert loaded.error is None and loaded.violation is None, loaded
+    x = space.copy_of(torch.randn(8, 16))
+    arg = [{"ref": space.ref(x).model_dump(mode="json")}]
+
+    def slot():
+        out = space.empty((8, 16), torch.float32).fill_(float("nan"))
+        return out, space.ref(out).model_dump(mode="json")
+
+    for number in (1, 2):
+        out, ref = slot()
+        reply = process.ask({"type": "call", "inputs": arg, "out": ref, "slot": number, "record": False,
+                             "poison": False, "guard": False}, deadline_s=60)
+        assert reply.error is None and torch.equal(out, x * 2), reply
+    out, ref = slot()
+    reply = process.ask({"type": "recopy", "slot": 1, "out": ref, "forget": [2]}, deadline_s=60)
+    assert reply.error is None and torch.equal(out, x * 2), reply
+    for number in (1, 2):
+        again = process.ask({"type": "recopy", "slot": number, "out": slot()[1]}, deadline_s=60)
+        assert again.error is not None and "no output kept" in again.error.message, again
+    assert process.ask({"type": "ping", "free_cache": True}, deadline_s=30).error is None
+
+
 def test_a_slow_reply_runs_the_on_slow_action_once_and_is_still_awaited(process, monkeypatch):
     """The gated stream's fallback: an enqueue that blocks gets the judge's word after a while."""
     process.thaw()

@@ -364,8 +364,20 @@ class Runner:
             held = self.calibration_out = self.torch.empty_like(slot)
         return self.call(req, fn=lambda *args: held)
 
+    def ping(self, req: dict) -> dict:
+        """A request that only carries releases; with ``free_cache`` this process's freed blocks go
+        back to the device too (a large problem: the judge allocates next, and this process's caching
+        allocator would otherwise keep the outputs it let go of reserved)."""
+        if req.get("free_cache") and self.cuda:
+            self.torch.cuda.empty_cache()
+        return {"type": "call"}
+
     def recopy(self, req: dict) -> dict:
-        out = self.kept.get(req["slot"])
+        """Copy a kept output into the judge's slot again; it is read once, so it is let go of then,
+        with the kept outputs named in ``forget``."""
+        out = self.kept.pop(req["slot"], None)
+        for slot in req.get("forget") or ():
+            self.kept.pop(slot, None)
         reply: dict = {"type": "call"}
         if out is None:
             reply["error"] = {"reason": "runtime_error", "message": "no output kept in that slot"}
@@ -570,7 +582,7 @@ def main() -> None:
     runner = Runner(workdir, send, flag)
     _compile_watch(flag)
     handlers = {"load": runner.load, "call": runner.call, "recopy": runner.recopy, "artifacts": runner.artifacts,
-                "ping": lambda req: {"type": "call"}, "check": runner.check, "calibrate": runner.calibrate,
+                "ping": runner.ping, "check": runner.check, "calibrate": runner.calibrate,
                 "stream_open": runner.stream_open, "stream": runner.stream, "stream_close": runner.stream_close}
     for line in requests:
         received = time.perf_counter()

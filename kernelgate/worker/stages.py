@@ -200,6 +200,14 @@ class Screen:
                 self.space.renew()
             torch.cuda.empty_cache()
 
+    def _settle_memory(self, stage: str) -> None:
+        """Between two parts of a large problem: what either process let go of goes back to the
+        device, so that the next part's buffers find it free (on a 80 GB card the judge's cached
+        blocks and the candidate process's kept outputs otherwise crowd out a 6 GB input)."""
+        if self.cuda and self.footprint > self.opts.keep_alive_bytes:
+            self.remote.drop_released(stage, free_cache=True)
+            self._free_cache(self.footprint)
+
     def _carry_peaks(self) -> None:
         """Keep the peaks so far before a reset of torch's peak statistics."""
         self._peak_carry = max(self._peak_carry, torch.cuda.max_memory_allocated())
@@ -455,9 +463,11 @@ class Screen:
             if self.m.numerics.passed:
                 self.go("run")
                 self._probe_history()
+                self._settle_memory("probes")
                 self._probe_shape()
                 self.part_done("probes")
                 if self.cuda:
+                    self._settle_memory("probes")
                     self.go("run")
                     self._library_share()
                     self.part_done("kernel_profile")
@@ -622,7 +632,7 @@ class Screen:
                 raise self.fail(Reason.output_caching, f"the third call returned the {label} call's output buffer "
                                 "while that output was still alive: a replayed result", "probes")
         given = self._done_with(*given)
-        again = remote.recopy(1, like, "when the first output was read again")
+        again = remote.recopy(1, like, "when the first output was read again", forget=(2,))
         if not same_values(again, out_a):
             raise self.fail(Reason.output_caching, "the first call's output changed when the candidate was called "
                             "again: it returns a buffer it reuses", "probes")
@@ -738,6 +748,7 @@ class Screen:
             return
         if not self.m.numerics.passed:
             return
+        self._settle_memory("timing")
         self.go("timing")
         self._clock = time.perf_counter()
         timing = self._timed(rounds=1)
@@ -894,8 +905,7 @@ class Screen:
         if self.footprint > self.opts.keep_alive_bytes:  # the memory budget: the timing sets go first
             self._done_with(*[x for s in self._sets for x in s])
             self._sets = None
-            self.remote.drop_released("timing")
-            self._free_cache(self.footprint)
+            self._settle_memory("timing")
         per_call = max(1, in_bytes + 2 * like.numel() * like.element_size())
         calls = min(STREAM_MAX_CALLS, math.ceil(STREAM_TARGET_MS / max(claim, 1e-4)),
                     max(STREAM_MEMORY_BYTES, 2 * self.footprint) // per_call)
@@ -1034,11 +1044,12 @@ class Remote:
                 self._release_keys.append(ref_key(cached[1]))
                 self._released.append(tensor)
 
-    def drop_released(self, stage: str) -> None:
+    def drop_released(self, stage: str, *, free_cache: bool = False) -> None:
         """Free the released shared tensors now: a request that does nothing carries their names to
-        the candidate's process (the next real request would, but the judge allocates before it)."""
-        if self._release_keys:
-            self.ask({"type": "ping"}, stage, deadline_s=self.screen.call_deadline_s)
+        the candidate's process (the next real request would, but the judge allocates before it).
+        ``free_cache``: that process also hands its own freed blocks back to the device."""
+        if self._release_keys or free_cache:
+            self.ask({"type": "ping", "free_cache": free_cache}, stage, deadline_s=self.screen.call_deadline_s)
 
     def ask(self, request: dict, stage: str, *, deadline_s: float,
             on_slow: tuple[float, Callable[[], None]] | None = None):
@@ -1102,11 +1113,13 @@ class Remote:
         if reply.violation is not None:
             raise self.screen.fail(Reason(reply.violation.reason), reply.violation.message, stage)
 
-    def recopy(self, slot: int, like: torch.Tensor, when: str, stage: str = "probes") -> torch.Tensor:
-        """Copy out an output the candidate's process kept, again."""
+    def recopy(self, slot: int, like: torch.Tensor, when: str, stage: str = "probes",
+               forget: tuple[int, ...] = ()) -> torch.Tensor:
+        """Copy out an output the candidate's process kept, again; that process lets go of it then,
+        and of the kept outputs in ``forget``."""
         out = self.slot(like)
-        reply = self.ask({"type": "recopy", "slot": slot, "out": self.arg(out)["ref"], "when": when}, stage,
-                         deadline_s=self.screen.call_deadline_s)
+        reply = self.ask({"type": "recopy", "slot": slot, "out": self.arg(out)["ref"], "when": when,
+                          "forget": list(forget)}, stage, deadline_s=self.screen.call_deadline_s)
         self.raise_for(reply, stage)
         return out
 
