@@ -435,7 +435,7 @@ def measured(command: str | None) -> str:
 
 def render() -> str:
     files = sorted((ROOT / RESULTS).glob("*.json"))
-    others = sorted(p.name for p in (ROOT / RESULTS).iterdir() if p.suffix != ".json")
+    others = sorted(p.name for p in (ROOT / RESULTS).iterdir() if p.is_file() and p.suffix != ".json")  # a folder git does not hold is not a record
     index, sections = [], []
     for path in files:
         record = json.loads(path.read_text())
