@@ -399,3 +399,21 @@ def peaks_for(info: DeviceInfo, *, prefer_calibrated: bool = True) -> Peaks:
     logger.warning("no datasheet row for %r and no calibration: using a generic guess; "
                    "run kernelgate.hardware.calibrate() for real ceilings", info.name)
     return _row(info.name, *_GENERIC_FIGURES, f"{GENERIC_SOURCE} (no datasheet row matched {info.name!r})")
+
+
+def process_gpu_bytes(pid: int) -> int | None:
+    """GPU memory the process ``pid`` holds on any device, as the driver counts it (NVML: its context
+    and every allocation, whatever allocator made it); None where NVML is missing or says nothing."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        held = None
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            for process in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
+                if process.pid == pid and process.usedGpuMemory is not None:
+                    held = (held or 0) + int(process.usedGpuMemory)
+        return held
+    except Exception:  # ImportError, or an NVML error: not known
+        return None

@@ -80,3 +80,17 @@ def test_an_honest_kernel_on_the_largest_level1_input_is_not_refused_for_the_jud
     assert memory is not None and memory.judge_reserved_peak_bytes is not None
     # the allocator's hold is recorded beside the allocations (it is never less than them)
     assert memory.judge_reserved_peak_bytes >= memory.judge_peak_bytes > 0, memory.model_dump()
+
+
+HOARDING = HONEST.replace("class ModelNew", '''_HOARD = torch.empty(int(torch.cuda.get_device_properties(0).total_memory * 0.7) // 4, device="cuda")
+
+
+class ModelNew''')
+
+
+def test_a_candidate_that_crowds_the_judge_out_of_memory_gets_a_verdict_not_a_gate_fault():
+    """It takes 70% of the device at import and computes honestly: the judge's next allocation for a
+    12.9 GB problem fails, and the verdict names the candidate's memory beside the footprint."""
+    verdict = screen(Candidate(source=HOARDING, name="relu_hoarding"), Problem.file(str(RELU)))
+    assert verdict.status is Status.reject and verdict.reason is Reason.out_of_memory, verdict.summary
+    assert "the judge could not get the GPU memory" in verdict.failure.message, verdict.failure.message

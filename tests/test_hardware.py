@@ -229,3 +229,16 @@ def test_calibrate_on_real_gpu(tmp_path, monkeypatch) -> None:
     assert 0 < peaks.launch_latency_us < 100
     save_calibration(peaks, info)
     assert peaks_for(info) == peaks
+
+
+def test_a_processs_gpu_memory_is_unknown_without_a_driver():
+    """process_gpu_bytes asks NVML; on a machine without an NVIDIA driver it says None, never raises."""
+    import os
+
+    import torch
+
+    from kernelgate.hardware import process_gpu_bytes
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is here: the driver answers")
+    assert process_gpu_bytes(os.getpid()) is None

@@ -203,3 +203,58 @@ def test_the_large_problem_path_frees_buffers_and_still_catches(fixture, status,
         assert verdict.numerics.passed
     else:
         assert verdict.status.value == status and verdict.reason.value in reason, verdict.summary
+
+
+def _cuda_oom() -> torch.OutOfMemoryError:
+    return torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 6.00 GiB. GPU 0 has a total capacity "
+                                  "of 79.18 GiB of which 2.48 GiB is free.")
+
+
+def test_a_judge_crowded_out_by_the_candidates_memory_is_a_reject_naming_both():
+    """The candidate's process held over CROWDING_FACTOR times the footprint when the judge's own
+    allocation failed: the candidate's fault, with both figures; directly or wrapped by a problem step."""
+    from kernelgate.errors import ProblemError
+    from kernelgate.worker.stages import CROWDING_FACTOR, crowded_out
+
+    gb = 10 ** 9
+    device = 80 * gb
+    failure = crowded_out(_cuda_oom(), "numerics", candidate_peak=60 * gb, footprint=2 * gb, judge_peak=9 * gb,
+                          device_bytes=device)
+    assert failure is not None and failure.failure.reason is Reason.out_of_memory
+    message = failure.failure.message
+    assert "60.00 GB" in message and "30.0x" in message and "2.00 GB" in message and "9.00 GB" in message
+    assert "Tried to allocate 6.00 GiB" in message and failure.failure.stage == "numerics"
+    try:
+        raise ProblemError("the problem's inputs could not be made: OutOfMemoryError") from _cuda_oom()
+    except ProblemError as wrapped:
+        assert crowded_out(wrapped, "numerics", candidate_peak=60 * gb, footprint=2 * gb, judge_peak=0,
+                           device_bytes=device) is not None
+    at_limit = CROWDING_FACTOR * 4 * gb
+    assert crowded_out(_cuda_oom(), "numerics", candidate_peak=at_limit, footprint=4 * gb, judge_peak=0,
+                       device_bytes=device) is None
+    unknown = crowded_out(_cuda_oom(), "numerics", candidate_peak=60 * gb, footprint=0, judge_peak=0, device_bytes=device)
+    assert unknown is not None and "footprint not yet known" in unknown.failure.message
+
+
+def test_a_small_problems_candidate_holding_a_cuda_context_is_not_crowding():
+    """CROWDING_FLOOR_SHARE: 4x a 10 MB footprint is less than a CUDA context; the device's eighth rules."""
+    from kernelgate.worker.stages import crowded_out
+
+    gb = 10 ** 9
+    assert crowded_out(_cuda_oom(), "numerics", candidate_peak=int(0.6 * gb), footprint=10 ** 7, judge_peak=0,
+                       device_bytes=80 * gb) is None
+
+
+@pytest.mark.parametrize("candidate_peak, footprint, error", [
+    (5 * 10 ** 9, 2 * 10 ** 9, "oom"),        # an honest candidate's share: the gate's own shortfall
+    (None, 2 * 10 ** 9, "oom"),               # the candidate's memory is not known
+    (9 * 10 ** 9, 0, "oom"),                  # footprint not known yet, under the device's eighth
+    (60 * 10 ** 9, 2 * 10 ** 9, "other"),     # a problem step that failed for another reason
+])
+def test_a_judge_out_of_memory_otherwise_stays_a_fault_of_the_gate(candidate_peak, footprint, error):
+    from kernelgate.errors import ProblemError
+    from kernelgate.worker.stages import crowded_out
+
+    exc = _cuda_oom() if error == "oom" else ProblemError("the reference failed: ValueError")
+    assert crowded_out(exc, "numerics", candidate_peak=candidate_peak, footprint=footprint, judge_peak=0,
+                       device_bytes=80 * 10 ** 9) is None

@@ -45,7 +45,7 @@ import torch
 
 from kernelgate import integrity, roofline
 from kernelgate.errors import ProblemError
-from kernelgate.hardware import detect, peaks_for
+from kernelgate.hardware import detect, peaks_for, process_gpu_bytes
 from kernelgate.models import (Environment, Failure, Finding, KernelArtifact, Measurement, MemoryReport,
                                NumericsReport, Reason, TrialResult)
 from kernelgate.numerics import changed_inputs, check_trial_output, finite_somewhere, same_values
@@ -95,12 +95,43 @@ the computation ran on the host. The candidate's process syncs by sleeping (bloc
 waits for the GPU cost it no CPU time."""
 
 
+CROWDING_FACTOR = 4
+"""Where the judge runs out of GPU memory while the candidate's process holds more than this many
+times the problem's footprint (and more than ``CROWDING_FLOOR_SHARE`` of the device), the candidate
+crowded it out: ``out_of_memory``, both figures named. Honest candidates held at most about 2.3x on
+KernelBench's levels 1 and 2 (their output, and the outputs the history probe keeps). Below it,
+the judge's shortfall is the gate's own fault."""
+CROWDING_FLOOR_SHARE = 1 / 8
+"""...and never less than this share of the device: a CUDA context alone is about 0.5 GB, many
+times a small problem's footprint. Before the footprint is known (the first trial), the floor alone."""
+
+
 class CandidateFailure(Exception):
     """Ends the screen with a reject reason."""
 
     def __init__(self, reason: Reason, message: str, stage: str) -> None:
         super().__init__(message)
         self.failure = Failure(reason=reason, message=message, stage=stage)
+
+
+def crowded_out(exc: BaseException, stage: str, *, candidate_peak: int | None, footprint: int,
+                judge_peak: int, device_bytes: int) -> CandidateFailure | None:
+    """The judge's own allocation failed (``exc``, a CUDA out-of-memory error, or one a problem's
+    input or reference step wrapped): a reject when the candidate's process holds over
+    ``CROWDING_FACTOR`` times the footprint and ``CROWDING_FLOOR_SHARE`` of the device, else None
+    (a fault of the gate, which the pool retries alone)."""
+    cause = exc if isinstance(exc, torch.OutOfMemoryError) else exc.__cause__
+    if not isinstance(cause, torch.OutOfMemoryError) or not candidate_peak:
+        return None
+    if candidate_peak <= max(CROWDING_FACTOR * footprint, device_bytes * CROWDING_FLOOR_SHARE):
+        return None
+    footprint = footprint or 1  # unknown yet: the ratio below reads as bytes over one
+    first = ". ".join(str(cause).split(". ")[:2])  # "CUDA out of memory. Tried to allocate N GiB"
+    return CandidateFailure(Reason.out_of_memory, (
+        f"the judge could not get the GPU memory it needed ({first}) while the candidate's process held "
+        f"{candidate_peak / 1e9:.2f} GB" + (f", {candidate_peak / footprint:.1f}x the problem's footprint "
+                                             f"({footprint / 1e9:.2f} GB" if footprint > 1 else " (the footprint not yet known")
+        + f"; the judge's own peak so far {judge_peak / 1e9:.2f} GB): free what forward does not need"), stage)
 
 
 def evaluate(job, workdir: Path, emit: Callable[[str, Measurement | None], None], link: CandidateProcess,
@@ -111,13 +142,21 @@ def evaluate(job, workdir: Path, emit: Callable[[str, Measurement | None], None]
     the timing until the supervisor says the GPU may be used.
     """
     screen = Screen(job, workdir, emit, link, wait_for_go)
+    stage = "load"
     try:
-        screen.load()
-        screen.numerics()
-        screen.artifacts()
-        screen.timing()
+        for stage, run in (("load", screen.load), ("numerics", screen.numerics), ("artifacts", screen.artifacts),
+                           ("timing", screen.timing)):
+            run()
     except CandidateFailure as failure:
         screen.m.failure = failure.failure
+    except (torch.OutOfMemoryError, ProblemError) as exc:
+        crowded = crowded_out(exc, stage, candidate_peak=screen.candidate_gpu_bytes(), footprint=screen.footprint,
+                              judge_peak=max(screen.judge_peak, screen._peak_carry),
+                              device_bytes=torch.cuda.get_device_properties(screen.device).total_memory
+                              if screen.cuda else 0)
+        if crowded is None:
+            raise
+        screen.m.failure = crowded.failure
     finally:
         link.kill(wait=False)  # the timing stage waited for it where that matters
         screen.finish()
@@ -207,6 +246,13 @@ class Screen:
         if self.cuda and self.footprint > self.opts.keep_alive_bytes:
             self.remote.drop_released(stage, free_cache=True)
             self._free_cache(self.footprint)
+
+    def candidate_gpu_bytes(self) -> int | None:
+        """The most GPU memory the candidate's process is known to hold: its allocator's peak (from its
+        replies) or what the driver counts for it now, whichever is larger."""
+        pid = getattr(getattr(self.link, "proc", None), "pid", None) if self.cuda else None
+        known = [b for b in (self.remote.peak_bytes, process_gpu_bytes(pid) if pid else None) if b]
+        return max(known) if known else None
 
     def _carry_peaks(self) -> None:
         """Keep the peaks so far before a reset of torch's peak statistics."""
