@@ -95,6 +95,14 @@ CASES: list[tuple[str, str, Problem, str, bool]] = [
     ("c8_wait_value_transient.py", "1", ROWSUM, "kernel", True),
     ("c8_waitfn_argtypes.py", "1", ROWSUM, "kernel", True),
     ("c8_event_elsewhere.py", "1", ROWSUM, "kernel", True),
+    # against the memory hand-back (a87d79c) and the crowding rule (4438114), 2026-12-07: written apart
+    # from the defense and from the earlier fixtures
+    ("c9_forget_weakref_profile.py", "3", ROWSUM, "kernel", True),
+    ("c9_free_cache_profile.py", "3", ROWSUM, "kernel", True),
+    ("c9_hoard_under_factor.py", "other", ROWSUM, "kernel", True),
+    ("c9_cached_hoard_peak_reset.py", "other", ROWSUM, "kernel", True),
+    ("c9_driver_alloc_hoard.py", "other", ROWSUM, "kernel", True),
+    ("c9_load_hoard_unknown_footprint.py", "other", ROWSUM, "kernel", True),
     # other: floods and forged replies aimed at the judge
     ("o_reply_flood.py", "other", ROWSUM, "kernel", False),
     ("o_reply_desync.py", "other", ROWSUM, "kernel", False),
@@ -118,6 +126,12 @@ NOTES: dict[str, str] = {
     'c7_launch_bound_scale.py': 'GPU: written against the judge-clocked stream as redesigned (judge-owned slots, polled); not yet run on the H200',
     'c7_library_on_replay.py': 'GPU: written against the judge-clocked stream as redesigned (judge-owned slots, polled); not yet run on the H200',
     'c7_thread_after_end.py': 'GPU: written against the judge-clocked stream as redesigned (judge-owned slots, polled); not yet run on the H200',
+    'c9_forget_weakref_profile.py': 'GPU: written against the memory hand-back and the crowding rule (2026-12-07); not yet run on the H200',
+    'c9_free_cache_profile.py': 'GPU: written against the memory hand-back and the crowding rule (2026-12-07); not yet run on the H200',
+    'c9_hoard_under_factor.py': 'GPU: written against the memory hand-back and the crowding rule (2026-12-07); not yet run on the H200',
+    'c9_cached_hoard_peak_reset.py': 'GPU: written against the memory hand-back and the crowding rule (2026-12-07); not yet run on the H200',
+    'c9_driver_alloc_hoard.py': 'GPU: written against the memory hand-back and the crowding rule (2026-12-07); not yet run on the H200',
+    'c9_load_hoard_unknown_footprint.py': 'GPU: written against the memory hand-back and the crowding rule (2026-12-07); not yet run on the H200',
     'c1_runner_check_silenced.py': 'CPU: untimed (got through): Runner._check patched on __main__; thread + torch unseen',
     'c1_guard_violations_cleared.py': 'CPU: repair (got through): guard.violations.clear() after a torch thread',
     'c1_oprecorder_blinded.py': 'CPU: repair (got through): OpRecorder.__enter__/__exit__ patched; full x.sum(1)',
@@ -156,6 +170,10 @@ _GPU_OVERRIDES = {
     "c7_one_check_large.py": Problem.op("rowsum", rows=8192, cols=16384),
     # launch-bound (1 MB): the stream's allowance for launch gaps and host time exceeds the GPU time
     "c7_launch_bound_scale.py": Problem.op("rowsum", rows=256, cols=1024),
+    # over keep_alive_bytes (512 MB): the judge settles memory between probe parts (free_cache pings)
+    "c9_free_cache_profile.py": Problem.op("rowsum", rows=16384, cols=8192),
+    # a footprint of about a sixth of an 80 GB card (12.9 GB): the judge's own need plus 4x it is over the device
+    "c9_hoard_under_factor.py": Problem.op("rowsum", rows=49152, cols=65536),
 }
 
 
