@@ -125,13 +125,13 @@ def crowded_out(exc: BaseException, stage: str, *, candidate_peak: int | None, f
         return None
     if candidate_peak <= max(CROWDING_FACTOR * footprint, device_bytes * CROWDING_FLOOR_SHARE):
         return None
-    footprint = footprint or 1  # unknown yet: the ratio below reads as bytes over one
     first = ". ".join(str(cause).split(". ")[:2])  # "CUDA out of memory. Tried to allocate N GiB"
+    share = (f", {candidate_peak / footprint:.1f}x the problem's footprint ({footprint / 1e9:.2f} GB;" if footprint
+             else " (the footprint not yet known;")
     return CandidateFailure(Reason.out_of_memory, (
         f"the judge could not get the GPU memory it needed ({first}) while the candidate's process held "
-        f"{candidate_peak / 1e9:.2f} GB" + (f", {candidate_peak / footprint:.1f}x the problem's footprint "
-                                             f"({footprint / 1e9:.2f} GB" if footprint > 1 else " (the footprint not yet known")
-        + f"; the judge's own peak so far {judge_peak / 1e9:.2f} GB): free what forward does not need"), stage)
+        f"{candidate_peak / 1e9:.2f} GB{share} the judge's own peak so far {judge_peak / 1e9:.2f} GB): "
+        "free what forward does not need"), stage)
 
 
 def evaluate(job, workdir: Path, emit: Callable[[str, Measurement | None], None], link: CandidateProcess,
