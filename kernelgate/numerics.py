@@ -64,18 +64,20 @@ CHUNK_ELEMENTS = 1 << 25
 6.4 GB output takes a few slices' memory, not several copies of the whole."""
 
 
-def _slices(*tensors: torch.Tensor):
-    """Matching flat slices of tensors of one shape."""
+def _slices(*tensors: torch.Tensor, device: torch.device | None = None):
+    """Matching flat slices of tensors of one shape, each piece on ``device`` where one is named
+    (a large fp64 reference is held on the host and comes to the output's device a slice at a time)."""
     flat = [t.reshape(-1) for t in tensors]
     total = flat[0].numel()
     for start in range(0, total, CHUNK_ELEMENTS):
-        yield [f[start:start + CHUNK_ELEMENTS] for f in flat]
+        pieces = [f[start:start + CHUNK_ELEMENTS] for f in flat]
+        yield pieces if device is None else [p.to(device) for p in pieces]
 
 
 def finite_somewhere(*tensors: torch.Tensor) -> bool:
     """Whether some element is finite in every one of ``tensors`` (one shape), in slices: no
     whole-size boolean temporaries beside a 6 GB output."""
-    return any(bool(torch.stack([torch.isfinite(p) for p in pieces]).all(0).any()) for pieces in _slices(*tensors))
+    return any(bool(torch.stack([torch.isfinite(p) for p in pieces]).all(0).any()) for pieces in _slices(*tensors, device=tensors[0].device))
 
 
 def normalized_error(out: torch.Tensor, ref64: torch.Tensor, tol: Tolerance, *, rms: float | None = None,
@@ -85,22 +87,10 @@ def normalized_error(out: torch.Tensor, ref64: torch.Tensor, tol: Tolerance, *, 
     normalized_error = max_i |c_i - r_i| / (atol * rms(r) + rtol * |r_i|), in slices. Integer and
     boolean outputs are compared exactly: the normalized error is the max abs error / 0.5.
     """
-    integer = not (out.is_floating_point() or out.is_complex())
     mask = mask if mask is not None else torch.ones(out.shape, dtype=torch.bool, device=out.device)
     if rms is None:
         rms = _rms_masked(ref64, mask)
-    worst_abs, worst_norm = 0.0, 0.0
-    for c, r, m in _slices(out, ref64, mask):
-        if not bool(m.any()):
-            continue
-        c, r = c[m].double(), r[m].double()
-        diff = (c - r).abs()
-        worst_abs = max(worst_abs, float(diff.max()))
-        if not integer:
-            worst_norm = max(worst_norm, float((diff / (tol.atol * max(rms, 1e-30) + tol.rtol * r.abs())).max()))
-    if integer:
-        return worst_abs, worst_abs / 0.5
-    return worst_abs, worst_norm
+    return _errors_against(ref64, [out], tol, rms, mask)[0]
 
 
 def _is_constant(t: torch.Tensor) -> bool:
@@ -137,36 +127,43 @@ def check_trial_output(distribution: str, out: object, ref: torch.Tensor, ref64:
         return fail(Reason.wrong_dtype, f"output dtype {out.dtype}, reference {ref.dtype}")
     if out.device != ref.device:
         return fail(Reason.wrong_output_type, f"output on {out.device}, reference on {ref.device}")
-    exact = ref64 if ref64 is not None else ref
+    exact = ref64 if ref64 is not None else ref  # may be on the host: its slices come to out's device
+    device = out.device
     # where the library's own result in this dtype overflows, the candidate's may too; so may an
     # element within a factor 2 of the dtype's largest value (a sum rounded another way overflows)
     edge = torch.finfo(out.dtype).max / 2 if out.is_floating_point() else float("inf")
-    finite_ref = torch.empty(out.shape, dtype=torch.bool, device=out.device)
-    bad_count, finite_count = 0, 0
-    for f, r, r64, c in _slices(finite_ref, ref, exact, out):
+    finite_ref = torch.empty(out.shape, dtype=torch.bool, device=device)
+    bad_count, finite_count, squares = 0, 0, 0.0
+    exact_zero, exact_constant = True, exact.numel() > 1
+    first = exact.reshape(-1)[:1].to(device)
+    for f, r, r64, c in _slices(finite_ref, ref, exact, out, device=device):  # one pass over exact
         f.copy_(torch.isfinite(r64) & torch.isfinite(r) & (r64.abs() <= edge))
         bad_count += int((~torch.isfinite(c) & f).sum())
         finite_count += int(f.sum())
+        exact_zero = exact_zero and bool((r64 == 0).all())
+        exact_constant = exact_constant and bool((r64 == first).all())
+        squares += float(r64[f].double().pow(2).sum())
     if bad_count:
         return fail(Reason.nonfinite_output, f"{bad_count} of {out.numel()} output elements are NaN or Inf where the "
                     "reference is finite (outputs are poisoned with NaN before the run: unwritten elements show "
                     "as NaN)")
     # trivial where the exact result is, or where the library's own result in this dtype is (a bf16
     # sum of large values rounds every row to one number)
-    ref_trivial = _all_zero(exact) or _is_constant(exact) or _all_zero(ref) or _is_constant(ref)
+    ref_trivial = exact_zero or exact_constant or _all_zero(ref) or _is_constant(ref)
     if not ref_trivial and _all_zero(out):
-        largest = max(float(piece.abs().max()) for (piece,) in _slices(exact)) if exact.numel() else 0.0
+        largest = max(float(r64.abs().max()) for _, r64 in _slices(finite_ref, exact, device=device))
         return fail(Reason.trivial_output, f"output is all zeros; the reference's max |y| is {largest:.3g}")
     if not ref_trivial and _is_constant(out):
         return fail(Reason.trivial_output, f"output is the constant {float(out.reshape(-1)[0]):.6g}; the reference is not constant")
     if not finite_count:  # nothing finite to compare: the caller skips such a trial
         return TrialResult(distribution=distribution, passed=True)
-    rms = _rms_masked(exact, finite_ref)
-    abs_err, norm_err = normalized_error(out, exact, tol, rms=rms, mask=finite_ref)
-    ref_err = normalized_error(ref, exact, tol, rms=rms, mask=finite_ref)[1] if ref64 is not None else 0.0
+    rms = math.sqrt(squares / finite_count)
+    (abs_err, norm_err), (_, ref_err) = _errors_against(exact, [out, ref if ref64 is not None else None], tol, rms,
+                                                        finite_ref)
     errors = dict(max_abs_error=abs_err, normalized_error=norm_err, reference_normalized_error=ref_err)
     if norm_err > 1.0 and norm_err > 2.0 * ref_err and not (out.is_floating_point() or out.is_complex()):
-        wrong = sum(int((c[m].double() != r[m].double()).sum()) for c, r, m in _slices(out, exact, finite_ref))
+        wrong = sum(int((c[m].double() != r[m].double()).sum())
+                    for c, r, m in _slices(out, exact, finite_ref, device=device))
         return fail(Reason.numerics_mismatch, f"{wrong} of {finite_count} integer output elements differ from the "
                     f"fp64 reference's (max difference {abs_err:.6g}); integer outputs must match exactly", **errors)
     if norm_err > 1.0 and norm_err > 2.0 * ref_err:
@@ -176,9 +173,32 @@ def check_trial_output(distribution: str, out: object, ref: torch.Tensor, ref64:
     return TrialResult(distribution=distribution, passed=True, **errors)
 
 
+def _errors_against(exact: torch.Tensor, outputs: list, tol: Tolerance, rms: float,
+                    mask: torch.Tensor) -> list[tuple[float, float]]:
+    """(max abs error, normalized error) of each of ``outputs`` (None: not measured, (0, 0)) against
+    ``exact`` over ``mask``, in one pass over ``exact`` (which may be on the host)."""
+    worst = [[0.0, 0.0] for _ in outputs]
+    present = [(i, o) for i, o in enumerate(outputs) if o is not None]
+    integer = not (present[0][1].is_floating_point() or present[0][1].is_complex())
+    for pieces in _slices(exact, mask, *[o for _, o in present], device=mask.device):
+        r, m = pieces[0], pieces[1]
+        if not bool(m.any()):
+            continue
+        r = r[m].double()
+        scale = tol.atol * max(rms, 1e-30) + tol.rtol * r.abs()
+        for (i, _), c in zip(present, pieces[2:]):
+            diff = (c[m].double() - r).abs()
+            worst[i][0] = max(worst[i][0], float(diff.max()))
+            if not integer:
+                worst[i][1] = max(worst[i][1], float((diff / scale).max()))
+    if integer:
+        return [(a, a / 0.5) for a, _ in worst]
+    return [(a, n) for a, n in worst]
+
+
 def _rms_masked(ref64: torch.Tensor, mask: torch.Tensor) -> float:
     total, count = 0.0, 0
-    for r, m in _slices(ref64, mask):
+    for r, m in _slices(ref64, mask, device=mask.device):
         total += float(r[m].double().pow(2).sum())
         count += int(m.sum())
     return math.sqrt(total / count) if count else 0.0

@@ -141,7 +141,9 @@ class BuiltProblem:
 
         return call
 
-    def cost(self, inputs: list, output: torch.Tensor) -> Cost:
+    def cost(self, inputs: list, output: torch.Tensor | None = None) -> Cost:
+        """The problem's FLOPs and compulsory bytes. The generic count runs the reference once under
+        a FLOP counter; its own result stands in for ``output`` where none is given."""
         math_mode = self.catalogue_math_mode or _MODES[self.dtype]
         if self.catalogue_cost is not None:
             flops, nbytes, matmul_like = self.catalogue_cost()
@@ -188,12 +190,15 @@ def instantiate(entry: Any, init_inputs: list, device: torch.device, dtype: torc
     raise TypeError(f"entry point is a {type(entry).__name__}, not a class or function")
 
 
-def _generic_cost(reference, inputs: list, output: torch.Tensor) -> tuple[float, float, bool]:
+def _generic_cost(reference, inputs: list, output: torch.Tensor | None) -> tuple[float, float, bool]:
     from torch.utils.flop_counter import FlopCounterMode
 
     counter = FlopCounterMode(display=False)
     with counter, torch.no_grad():
-        reference(*inputs)
+        result = reference(*inputs)
+    if output is None:
+        output = result if isinstance(result, torch.Tensor) else torch.empty(0)
+    del result
     flops = float(counter.get_total_flops())
     tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
     if isinstance(reference, torch.nn.Module):

@@ -32,8 +32,8 @@ for part in "$@"; do
   if [ "$L" -lt 40 ]; then echo "$part: skipped, ${L} s left"; continue; fi
   case "$part" in
     tests)
-      PYTHONPATH="$W/benchmarks/probes/memtrace:$PYTHONPATH" timeout $(( L < 150 ? L : 150 )) \
-        python3 -m pytest -q -m gpu tests/test_gpu_deadlines.py tests/test_gpu_gate.py -p no:cacheprovider \
+      PYTHONPATH="$W/benchmarks/probes/memtrace:$PYTHONPATH" timeout $(( L < 180 ? L : 180 )) \
+        python3 -m pytest -q -m gpu tests/test_gpu_deadlines.py tests/test_gpu_gate.py tests/test_numerics.py -p no:cacheprovider \
         > "$LOGS/pytest_gpu.log" 2>&1
       echo "tests rc=$?"; tail -4 "$LOGS/pytest_gpu.log"
       cp benchmarks/probes/memtrace/memtrace.log "$LOGS/" 2>/dev/null

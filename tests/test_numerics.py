@@ -90,3 +90,45 @@ def test_same_values_compares_slice_by_slice(monkeypatch):
     assert not numerics.same_values(a, a.double()) and not numerics.same_values(a, a.reshape(10, 5))
     ints = torch.arange(20)
     assert numerics.same_values(ints, ints.clone()) and not numerics.same_values(ints, ints.flip(0))
+
+
+def _verdicts(ref, ref64, outputs, tol=TOLERANCES[torch.float32]):
+    return [(r.passed, r.reason, r.normalized_error) for r in
+            (check_trial_output("t", out, ref, ref64, tol) for out in outputs)]
+
+
+def _cases(device):
+    gen = torch.Generator().manual_seed(3)
+    ref64 = torch.randn(5, 11, generator=gen, dtype=torch.float64).to(device)
+    ref = ref64.float()
+    off_last = ref.clone()
+    off_last[4, 10] += 1.0  # in the last, partial slice
+    nan_last = ref.clone()
+    nan_last[4, 9] = float("nan")
+    return ref, ref64, [ref.clone(), off_last, nan_last, torch.zeros_like(ref), torch.full_like(ref, 2.0)]
+
+
+def test_check_trial_output_reads_the_exact_reference_in_slices(monkeypatch):
+    import kernelgate.numerics as numerics
+
+    ref, ref64, outputs = _cases("cpu")
+    whole = _verdicts(ref, ref64, outputs)
+    assert [v[:2] for v in whole] == [(True, None), (False, Reason.numerics_mismatch), (False, Reason.nonfinite_output),
+                                      (False, Reason.trivial_output), (False, Reason.trivial_output)]
+    monkeypatch.setattr(numerics, "CHUNK_ELEMENTS", 7)  # many slices, the last one partial
+    assert _verdicts(ref, ref64, outputs) == whole
+    ints = torch.arange(30).reshape(5, 6)
+    wrong = ints.clone()
+    wrong[4, 5] = 0
+    assert check_trial_output("t", ints.clone(), ints, ints.double(), TOLERANCES[torch.float32]).passed
+    assert check_trial_output("t", wrong, ints, ints.double(), TOLERANCES[torch.float32]).reason is Reason.numerics_mismatch
+
+
+@pytest.mark.gpu
+def test_an_exact_reference_on_the_host_judges_a_gpu_output_as_one_on_the_gpu(monkeypatch):
+    """A large output-dominant problem keeps its fp64 expected output on the host (the memory budget)."""
+    import kernelgate.numerics as numerics
+
+    monkeypatch.setattr(numerics, "CHUNK_ELEMENTS", 7)
+    ref, ref64, outputs = _cases("cuda")
+    assert _verdicts(ref, ref64.cpu(), outputs) == _verdicts(ref, ref64, outputs)

@@ -32,6 +32,8 @@ The input seed is a local of the stage object and never crosses to the candidate
 
 from __future__ import annotations
 
+import contextlib
+
 import math
 import os
 import random
@@ -343,8 +345,19 @@ class Screen:
             raise ProblemError(f"the reference failed on the problem's own inputs: {type(exc).__name__}: "
                                f"{str(exc)[:300]} (a shape override that leaves a derived global behind?)") from exc
         ref64 = ref64.double()
+        if self._expected_on_host(inputs, ref64):
+            ref64 = ref64.cpu()
         self._free_cache_if_large(inputs, ref, ref64)
         return ref, ref64, took
+
+    def _expected_on_host(self, inputs: list, ref64: torch.Tensor) -> bool:
+        """Whether the fp64 expected output waits on the host (``check_trial_output`` brings it back a
+        slice at a time): a large output-dominant problem, where it would be the judge's largest
+        buffer beside the output slot (twice the output, four times a half-precision one; the memory
+        budget). Within ``keep_alive_bytes``, or where the inputs are as large, it stays on the GPU:
+        the copies cost more than the memory they save."""
+        fp64_bytes = ref64.numel() * ref64.element_size()
+        return self.cuda and fp64_bytes > max(self.opts.keep_alive_bytes, 2 * _nbytes(inputs))
 
     def shared(self, inputs: list) -> list:
         return [self.space.copy_of(x) for x in inputs]
@@ -541,7 +554,12 @@ class Screen:
                 return self._static_only(inputs, f"problem too large for the Triton interpreter ({count:,} input "
                                                  f"elements > {opts.interpreter_max_elements:,}): numerics not "
                                                  "checked, static checks only; screen a smaller shape or on a GPU")
+            if index == 0:  # the FLOP count runs the reference once more: before the expected outputs are held
+                with contextlib.suppress(RuntimeError, ValueError, TypeError, IndexError):  # expected() says why
+                    m.cost = problem.cost([x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
             ref, ref64, took = self.expected(inputs)
+            if m.cost is None:
+                m.cost = problem.cost(inputs, ref)
             finite = finite_somewhere(ref, ref64)  # before the candidate's output exists: the memory budget
             if index == 0:
                 self.largest = max((t.numel() for t in inputs if isinstance(t, torch.Tensor)), default=0)
@@ -566,7 +584,6 @@ class Screen:
                         hint="read the input in its own layout and dtype inside the kernel (strides, a cast on load) "
                              "instead of .contiguous() / .float() / .to() in forward: each copy is another pass over "
                              "memory"))
-                m.cost = problem.cost(inputs, ref)
             self.per_call = dict(reply.launches)
             result = self._judge_output(distribution, out, reply, inputs, given, ref, ref64)
             if self.footprint > self.opts.keep_alive_bytes:  # within the budget: this trial's buffers go before the next
