@@ -39,10 +39,13 @@ for part in "$@"; do
       cp benchmarks/probes/memtrace/memtrace.log "$LOGS/" 2>/dev/null
       grep "raise\|stage_done" "$LOGS/memtrace.log" | tail -12 ;;
     kb)
-      timeout "$L" python3 benchmarks/kernelbench_all.py --kernelbench .kb --levels 1 2 --concurrency 8 --adaptive \
+      rm -f benchmarks/probes/memtrace/memtrace.log  # the judges' memory at each step, per problem (pid)
+      PYTHONPATH="$W/benchmarks/probes/memtrace:$PYTHONPATH" timeout "$L" python3 benchmarks/kernelbench_all.py \
+        --kernelbench .kb --levels 1 2 --concurrency 8 --adaptive \
         --out "$OUT/kernelbench_all_$DEV.json" --gate-deadline-s $(( L - 30 )) --deadline-s $(( L - 20 )) \
         > "$LOGS/kb.log" 2>&1
-      echo "kb rc=$?"; tail -20 "$LOGS/kb.log" ;;
+      echo "kb rc=$?"; tail -20 "$LOGS/kb.log"
+      cp benchmarks/probes/memtrace/memtrace.log "$LOGS/memtrace_kb.log" 2>/dev/null ;;
     kbeval)
       prev=$OUT/kernelbench_all_$DEV.json; [ -f "$prev" ] || prev=benchmarks/results/kernelbench_all_$DEV.json
       cp "$prev" /tmp/kb_prev.json 2>/dev/null

@@ -38,6 +38,8 @@ def _install() -> None:
             @functools.wraps(original)
             def traced(*args, **kwargs):
                 label = f"{owner.__name__}.{name}" + (f"({args[1]!r})" if len(args) > 1 and isinstance(args[1], str) else "")
+                if name == "load":  # which problem this process screens: the lines are told apart by pid
+                    label += f" {args[0].job.problem.name}"
                 log("enter " + label)
                 try:
                     result = original(*args, **kwargs)
