@@ -23,8 +23,8 @@ import torch
 
 from kernelgate.models import Reason, TrialResult
 
-__all__ = ["Tolerance", "TOLERANCES", "poisoned_allocations", "check_trial_output", "same_values",
-           "changed_inputs"]
+__all__ = ["Tolerance", "TOLERANCES", "Expected", "expect", "poisoned_allocations", "check_trial_output",
+           "same_values", "changed_inputs"]
 
 
 @dataclass(frozen=True)
@@ -59,9 +59,11 @@ def poisoned_allocations():
         det.fill_uninitialized_memory = previous[2]
 
 
-CHUNK_ELEMENTS = 1 << 25
-"""Comparisons run over slices of this many elements (fp64 temporaries of 256 MB), so checking a
-6.4 GB output takes a few slices' memory, not several copies of the whole."""
+CHUNK_ELEMENTS = 1 << 22
+"""Comparisons run over slices of this many elements (fp64 temporaries of 32 MB, about six alive at
+once), so checking a 6.4 GB output takes a few slices' memory, not several copies of the whole. At
+256 MB slices the temporaries alone were 1.3 GB, 2.4x the footprint of a 0.5 GB LayerNorm (H100,
+2026-12-07, the judge's memory trace of ``benchmarks/kernelbench_all.py``)."""
 
 
 def _slices(*tensors: torch.Tensor, device: torch.device | None = None):
@@ -72,12 +74,6 @@ def _slices(*tensors: torch.Tensor, device: torch.device | None = None):
     for start in range(0, total, CHUNK_ELEMENTS):
         pieces = [f[start:start + CHUNK_ELEMENTS] for f in flat]
         yield pieces if device is None else [p.to(device) for p in pieces]
-
-
-def finite_somewhere(*tensors: torch.Tensor) -> bool:
-    """Whether some element is finite in every one of ``tensors`` (one shape), in slices: no
-    whole-size boolean temporaries beside a 6 GB output."""
-    return any(bool(torch.stack([torch.isfinite(p) for p in pieces]).all(0).any()) for pieces in _slices(*tensors, device=tensors[0].device))
 
 
 def normalized_error(out: torch.Tensor, ref64: torch.Tensor, tol: Tolerance, *, rms: float | None = None,
@@ -104,14 +100,64 @@ def _all_zero(t: torch.Tensor) -> bool:
     return all(bool((piece == 0).all()) for (piece,) in _slices(t))
 
 
-def check_trial_output(distribution: str, out: object, ref: torch.Tensor, ref64: torch.Tensor | None,
-                       tol: Tolerance) -> TrialResult:
-    """Every rule a candidate's output must pass, in the order that gives the clearest reason.
+@dataclass
+class Expected:
+    """What a candidate's output is judged against, made before the candidate runs (``expect``), so
+    that the caller can let the library's own output go first (the memory budget: an output-dominant
+    problem then holds the fp64 reference and the output slot, not the library's output beside them)."""
 
-    ``ref64`` is the fp64 reference; None takes the library's own output ``ref`` in its place (the
-    timed repetitions, whose expected output is the library's on the same inputs). Large outputs
-    are checked in slices (``CHUNK_ELEMENTS``).
-    """
+    shape: tuple
+    dtype: torch.dtype
+    device: torch.device
+    exact: torch.Tensor
+    """The fp64 reference, or the library's output where there is none; it may wait on the host."""
+    finite: torch.Tensor
+    """Where both the library's result and the exact one are finite and not near the dtype's limit."""
+    finite_count: int
+    trivial: bool
+    """The exact result, or the library's in this dtype, is all zeros or one constant."""
+    rms: float
+    ref_err: float
+    """The library's own normalized error against the fp64 reference (0 without one)."""
+    tol: Tolerance
+
+
+def expect(ref: torch.Tensor, ref64: torch.Tensor | None, tol: Tolerance) -> Expected:
+    """The parts of the check that do not depend on the candidate's output, in one pass over the
+    exact reference (plus one for the library's own error). ``ref64`` is the fp64 reference; None
+    takes the library's own output ``ref`` in its place (the timed repetitions, whose expected
+    output is the library's on the same inputs)."""
+    exact = ref64 if ref64 is not None else ref  # may be on the host: its slices come to ref's device
+    device = ref.device
+    # where the library's own result in this dtype overflows, the candidate's may too; so may an
+    # element within a factor 2 of the dtype's largest value (a sum rounded another way overflows)
+    edge = torch.finfo(ref.dtype).max / 2 if ref.is_floating_point() else float("inf")
+    finite = torch.empty(ref.shape, dtype=torch.bool, device=device)
+    finite_count, squares = 0, 0.0
+    exact_zero, exact_constant = True, exact.numel() > 1
+    first = exact.reshape(-1)[:1].to(device)
+    for f, r, r64 in _slices(finite, ref, exact, device=device):
+        f.copy_(torch.isfinite(r64) & torch.isfinite(r) & (r64.abs() <= edge))
+        finite_count += int(f.sum())
+        exact_zero = exact_zero and bool((r64 == 0).all())
+        exact_constant = exact_constant and bool((r64 == first).all())
+        squares += float(r64[f].double().pow(2).sum())
+    # trivial where the exact result is, or where the library's own result in this dtype is (a bf16
+    # sum of large values rounds every row to one number)
+    trivial = exact_zero or exact_constant or _all_zero(ref) or _is_constant(ref)
+    rms = math.sqrt(squares / finite_count) if finite_count else 0.0
+    ref_err = (_errors_against(exact, [ref], tol, rms, finite)[0][1] if ref64 is not None and finite_count else 0.0)
+    return Expected(shape=tuple(ref.shape), dtype=ref.dtype, device=ref.device, exact=exact, finite=finite,
+                    finite_count=finite_count, trivial=trivial, rms=rms, ref_err=ref_err, tol=tol)
+
+
+def check_trial_output(distribution: str, out: object, ref: torch.Tensor | Expected,
+                       ref64: torch.Tensor | None = None, tol: Tolerance | None = None) -> TrialResult:
+    """Every rule a candidate's output must pass, in the order that gives the clearest reason,
+    against ``ref`` made ready by ``expect`` or against the library's output ``ref``, the fp64
+    reference ``ref64`` (see ``expect``) and ``tol``. Large outputs are checked in slices
+    (``CHUNK_ELEMENTS``)."""
+    want = ref if isinstance(ref, Expected) else expect(ref, ref64, tol)
 
     def fail(reason: Reason, message: str, **errors) -> TrialResult:
         return TrialResult(distribution=distribution, passed=False, reason=reason, message=message, **errors)
@@ -121,51 +167,33 @@ def check_trial_output(distribution: str, out: object, ref: torch.Tensor, ref64:
                     "not a plain torch.Tensor")
     if out.layout is not torch.strided:
         return fail(Reason.wrong_output_type, f"output layout is {out.layout}, not strided")
-    if tuple(out.shape) != tuple(ref.shape):
-        return fail(Reason.wrong_shape, f"output shape {tuple(out.shape)}, reference {tuple(ref.shape)}")
-    if out.dtype != ref.dtype:
-        return fail(Reason.wrong_dtype, f"output dtype {out.dtype}, reference {ref.dtype}")
-    if out.device != ref.device:
-        return fail(Reason.wrong_output_type, f"output on {out.device}, reference on {ref.device}")
-    exact = ref64 if ref64 is not None else ref  # may be on the host: its slices come to out's device
-    device = out.device
-    # where the library's own result in this dtype overflows, the candidate's may too; so may an
-    # element within a factor 2 of the dtype's largest value (a sum rounded another way overflows)
-    edge = torch.finfo(out.dtype).max / 2 if out.is_floating_point() else float("inf")
-    finite_ref = torch.empty(out.shape, dtype=torch.bool, device=device)
-    bad_count, finite_count, squares = 0, 0, 0.0
-    exact_zero, exact_constant = True, exact.numel() > 1
-    first = exact.reshape(-1)[:1].to(device)
-    for f, r, r64, c in _slices(finite_ref, ref, exact, out, device=device):  # one pass over exact
-        f.copy_(torch.isfinite(r64) & torch.isfinite(r) & (r64.abs() <= edge))
-        bad_count += int((~torch.isfinite(c) & f).sum())
-        finite_count += int(f.sum())
-        exact_zero = exact_zero and bool((r64 == 0).all())
-        exact_constant = exact_constant and bool((r64 == first).all())
-        squares += float(r64[f].double().pow(2).sum())
+    if tuple(out.shape) != want.shape:
+        return fail(Reason.wrong_shape, f"output shape {tuple(out.shape)}, reference {want.shape}")
+    if out.dtype != want.dtype:
+        return fail(Reason.wrong_dtype, f"output dtype {out.dtype}, reference {want.dtype}")
+    if out.device != want.device:
+        return fail(Reason.wrong_output_type, f"output on {out.device}, reference on {want.device}")
+    device, exact, tol = out.device, want.exact, want.tol
+    bad_count = sum(int((~torch.isfinite(c) & f).sum()) for c, f in _slices(out, want.finite))
     if bad_count:
         return fail(Reason.nonfinite_output, f"{bad_count} of {out.numel()} output elements are NaN or Inf where the "
                     "reference is finite (outputs are poisoned with NaN before the run: unwritten elements show "
                     "as NaN)")
-    # trivial where the exact result is, or where the library's own result in this dtype is (a bf16
-    # sum of large values rounds every row to one number)
-    ref_trivial = exact_zero or exact_constant or _all_zero(ref) or _is_constant(ref)
-    if not ref_trivial and _all_zero(out):
-        largest = max(float(r64.abs().max()) for _, r64 in _slices(finite_ref, exact, device=device))
+    if not want.trivial and _all_zero(out):
+        largest = max(float(r64.abs().max()) for _, r64 in _slices(want.finite, exact, device=device))
         return fail(Reason.trivial_output, f"output is all zeros; the reference's max |y| is {largest:.3g}")
-    if not ref_trivial and _is_constant(out):
+    if not want.trivial and _is_constant(out):
         return fail(Reason.trivial_output, f"output is the constant {float(out.reshape(-1)[0]):.6g}; the reference is not constant")
-    if not finite_count:  # nothing finite to compare: the caller skips such a trial
+    if not want.finite_count:  # nothing finite to compare: the caller skips such a trial
         return TrialResult(distribution=distribution, passed=True)
-    rms = math.sqrt(squares / finite_count)
-    (abs_err, norm_err), (_, ref_err) = _errors_against(exact, [out, ref if ref64 is not None else None], tol, rms,
-                                                        finite_ref)
+    abs_err, norm_err = _errors_against(exact, [out], tol, want.rms, want.finite)[0]
+    ref_err = want.ref_err
     errors = dict(max_abs_error=abs_err, normalized_error=norm_err, reference_normalized_error=ref_err)
     if norm_err > 1.0 and norm_err > 2.0 * ref_err and not (out.is_floating_point() or out.is_complex()):
         wrong = sum(int((c[m].double() != r[m].double()).sum())
-                    for c, r, m in _slices(out, exact, finite_ref, device=device))
-        return fail(Reason.numerics_mismatch, f"{wrong} of {finite_count} integer output elements differ from the "
-                    f"fp64 reference's (max difference {abs_err:.6g}); integer outputs must match exactly", **errors)
+                    for c, r, m in _slices(out, exact, want.finite, device=device))
+        return fail(Reason.numerics_mismatch, f"{wrong} of {want.finite_count} integer output elements differ from "
+                    f"the fp64 reference's (max difference {abs_err:.6g}); integer outputs must match exactly", **errors)
     if norm_err > 1.0 and norm_err > 2.0 * ref_err:
         return fail(Reason.numerics_mismatch, f"max |candidate - fp64 reference| = {abs_err:.3g}, {norm_err:.3g}x the "
                     f"tolerance (atol {tol.atol:g} x rms, rtol {tol.rtol:g}); the library in this dtype is at "
@@ -175,18 +203,17 @@ def check_trial_output(distribution: str, out: object, ref: torch.Tensor, ref64:
 
 def _errors_against(exact: torch.Tensor, outputs: list, tol: Tolerance, rms: float,
                     mask: torch.Tensor) -> list[tuple[float, float]]:
-    """(max abs error, normalized error) of each of ``outputs`` (None: not measured, (0, 0)) against
-    ``exact`` over ``mask``, in one pass over ``exact`` (which may be on the host)."""
+    """(max abs error, normalized error) of each of ``outputs`` against ``exact`` over ``mask``, in
+    one pass over ``exact`` (which may be on the host)."""
     worst = [[0.0, 0.0] for _ in outputs]
-    present = [(i, o) for i, o in enumerate(outputs) if o is not None]
-    integer = not (present[0][1].is_floating_point() or present[0][1].is_complex())
-    for pieces in _slices(exact, mask, *[o for _, o in present], device=mask.device):
+    integer = not (outputs[0].is_floating_point() or outputs[0].is_complex())
+    for pieces in _slices(exact, mask, *outputs, device=mask.device):
         r, m = pieces[0], pieces[1]
         if not bool(m.any()):
             continue
         r = r[m].double()
         scale = tol.atol * max(rms, 1e-30) + tol.rtol * r.abs()
-        for (i, _), c in zip(present, pieces[2:]):
+        for i, c in enumerate(pieces[2:]):
             diff = (c[m].double() - r).abs()
             worst[i][0] = max(worst[i][0], float(diff.max()))
             if not integer:

@@ -104,12 +104,12 @@ import triton.language as tl
 
 
 @triton.jit
-def _mm(a_ptr, b_ptr, c_ptr, M, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+def _mm(a_ptr, b_ptr, c_ptr, M, N, K, KP: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
     rm = tl.program_id(0).to(tl.int64) * BM + tl.arange(0, BM)
     rn = tl.program_id(1).to(tl.int64) * BN + tl.arange(0, BN)
-    rk = tl.arange(0, K)
-    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :], mask=rm[:, None] < M, other=0.0)
-    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :], mask=rn[None, :] < N, other=0.0)
+    rk = tl.arange(0, KP)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :], mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :], mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
     c = tl.dot(a, b, input_precision="ieee")
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], c, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
@@ -119,15 +119,16 @@ class ModelNew(torch.nn.Module):
         M, K = a.shape
         N = b.shape[1]
         c = torch.empty(M, N, device=a.device, dtype=a.dtype)
-        _mm[(triton.cdiv(M, 128), triton.cdiv(N, 128))](a, b, c, M, N, K=K, BM=128, BN=128)
+        KP = max(16, triton.next_power_of_2(K))
+        _mm[(triton.cdiv(M, 128), triton.cdiv(N, 128))](a, b, c, M, N, K, KP=KP, BM=128, BN=128)
         return c
 '''
 
 
 def test_an_output_dominant_problem_stays_within_the_memory_budget():
-    """A 4 GB output from 8 MB of inputs: the fp64 expected output (8 GB) waits on the host while the
-    candidate runs, so the judge's peak beyond the reference's own stays within 3x the footprint
-    (on an H100, 2026-12-07, such problems measured 4.0x with it on the GPU)."""
+    """A 4 GB output from 8 MB of inputs: the library's own output goes before the candidate's slot
+    is made (the fp64 one, 8 GB, stays), so the judge's peak beyond the reference's own stays within
+    3x the footprint (on an H100, 2026-12-07, such problems measured 4.0x with both held)."""
     verdict = screen(Candidate(source=TALL_MATMUL, name="tall_matmul"), Problem.file(str(TALL)))
     assert verdict.status is not Status.reject, verdict.summary
     assert verdict.memory is not None, verdict.summary

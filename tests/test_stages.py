@@ -229,9 +229,9 @@ def test_a_judge_crowded_out_by_the_candidates_memory_is_a_reject_naming_both():
     except ProblemError as wrapped:
         assert crowded_out(wrapped, "numerics", candidate_peak=60 * gb, footprint=2 * gb, judge_peak=0,
                            device_bytes=device) is not None
-    at_limit = CROWDING_FACTOR * 4 * gb
-    assert crowded_out(_cuda_oom(), "numerics", candidate_peak=at_limit, footprint=4 * gb, judge_peak=0,
-                       device_bytes=device) is None
+    at_limit = CROWDING_FACTOR * 4 * gb  # at the factor, with no sizes to weigh a fair share against
+    assert crowded_out(torch.OutOfMemoryError("CUDA out of memory."), "numerics", candidate_peak=at_limit,
+                       footprint=4 * gb, judge_peak=0, device_bytes=device) is None
     unknown = crowded_out(_cuda_oom(), "numerics", candidate_peak=60 * gb, footprint=0, judge_peak=0, device_bytes=device)
     assert unknown is not None and "footprint not yet known" in unknown.failure.message
 
@@ -258,3 +258,32 @@ def test_a_judge_out_of_memory_otherwise_stays_a_fault_of_the_gate(candidate_pea
     exc = _cuda_oom() if error == "oom" else ProblemError("the reference failed: ValueError")
     assert crowded_out(exc, "numerics", candidate_peak=candidate_peak, footprint=footprint, judge_peak=0,
                        device_bytes=80 * 10 ** 9) is None
+
+
+def test_a_candidate_under_the_factor_that_leaves_the_judge_short_is_crowding_where_a_fair_share_would_fit():
+    """H100, 2026-12-07 (c9_hoard_under_factor): a 12 GiB row sum's candidate held 43.8 GiB, 3.6x the
+    footprint; the judge's 24 GiB fp64 input did not fit in the 22.8 GiB left. Beside a candidate
+    holding twice the footprint it would have: a reject. Where even that would not have left room,
+    the shortfall stays the gate's own."""
+    from kernelgate.worker.stages import FAIR_SHARE_FACTOR, crowded_out
+
+    gib = 1 << 30
+    footprint = 12 * gib + (1 << 20)
+    oom = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 24.00 GiB. GPU 0 has a total capacity of "
+                                 "79.18 GiB of which 22.81 GiB is free. Including non-PyTorch memory, ...")
+    held = int(43.76 * gib)
+    failure = crowded_out(oom, "numerics", candidate_peak=held, footprint=footprint, judge_peak=12 * gib,
+                          device_bytes=int(79.18 * gib))
+    assert failure is not None and failure.failure.reason is Reason.out_of_memory
+    assert "would have fit had the candidate's process held" in failure.failure.message
+    assert f"{FAIR_SHARE_FACTOR * footprint / 1e9:.2f} GB" in failure.failure.message
+    too_big = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 60.00 GiB. GPU 0 has a total capacity "
+                                     "of 79.18 GiB of which 2.00 GiB is free.")
+    assert crowded_out(too_big, "numerics", candidate_peak=held, footprint=footprint, judge_peak=0,
+                       device_bytes=int(79.18 * gib)) is None
+    unsized = torch.OutOfMemoryError("CUDA out of memory.")
+    assert crowded_out(unsized, "numerics", candidate_peak=held, footprint=footprint, judge_peak=0,
+                       device_bytes=int(79.18 * gib)) is None
+    fair_holder = crowded_out(oom, "numerics", candidate_peak=FAIR_SHARE_FACTOR * footprint, footprint=footprint,
+                              judge_peak=0, device_bytes=int(79.18 * gib))
+    assert fair_holder is None

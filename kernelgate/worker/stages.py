@@ -37,6 +37,7 @@ import contextlib
 import math
 import os
 import random
+import re
 import statistics
 import sys
 import time
@@ -50,7 +51,7 @@ from kernelgate.errors import ProblemError
 from kernelgate.hardware import detect, peaks_for, process_gpu_bytes
 from kernelgate.models import (Environment, Failure, Finding, KernelArtifact, Measurement, MemoryReport,
                                NumericsReport, Reason, TrialResult)
-from kernelgate.numerics import changed_inputs, check_trial_output, finite_somewhere, same_values
+from kernelgate.numerics import changed_inputs, check_trial_output, expect, same_values
 from kernelgate.problems import DISTRIBUTIONS, BuiltProblem, build_problem, randomize_state
 from kernelgate.timing import L2_FLUSH_BYTES, l2_flush_buffer, time_library_alone, time_split
 from kernelgate.worker.link import CandidateProcess, Unanswered
@@ -100,13 +101,29 @@ waits for the GPU cost it no CPU time."""
 CROWDING_FACTOR = 4
 """Where the judge runs out of GPU memory while the candidate's process holds more than this many
 times the problem's footprint (and more than ``CROWDING_FLOOR_SHARE`` of the device), the candidate
-crowded it out: ``out_of_memory``, both figures named. Below it, the judge's shortfall is the gate's
-own fault. On KernelBench's levels 1 and 2 (``benchmarks/results/kernelbench_side_by_side_h100.json``)
-25 of the 197 candidates measured held over 4x (wrappers running the reference's own convolutions,
-up to 81x), none over 5.4 GB: the floor below is what keeps such candidates a gate fault."""
+crowded it out: ``out_of_memory``, both figures named. On KernelBench's levels 1 and 2
+(``benchmarks/results/kernelbench_side_by_side_h100.json``) 25 of the 197 candidates measured held
+over 4x (wrappers running the reference's own convolutions, up to 81x), none over 5.4 GB: the floor
+below is what keeps such candidates a gate fault."""
+FAIR_SHARE_FACTOR = 2
+"""Under ``CROWDING_FACTOR``, the candidate crowded the judge out too where the judge's failed
+request would have fit had the candidate's process held only its fair share: this many times the
+footprint, or ``CROWDING_FLOOR_SHARE`` of the device where that is more (the sizes from the CUDA
+error: the request, the memory free). Otherwise the judge's shortfall is the gate's own fault."""
 CROWDING_FLOOR_SHARE = 1 / 8
 """...and never less than this share of the device: a CUDA context alone is about 0.5 GB, many
 times a small problem's footprint. Before the footprint is known (the first trial), the floor alone."""
+
+_OOM_SIZES = re.compile(r"Tried to allocate ([0-9.]+) ([KMGT]?i?B)\b.*? of which ([0-9.]+) ([KMGT]?i?B) is free")
+_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+
+def _oom_sizes(error: BaseException) -> tuple[int, int] | None:
+    """(bytes requested, bytes free) from a CUDA out-of-memory message; None where it does not say."""
+    found = _OOM_SIZES.search(str(error))
+    if found is None or found.group(2) not in _UNITS or found.group(4) not in _UNITS:
+        return None
+    return (int(float(found.group(1)) * _UNITS[found.group(2)]), int(float(found.group(3)) * _UNITS[found.group(4)]))
 
 
 class CandidateFailure(Exception):
@@ -121,19 +138,25 @@ def crowded_out(exc: BaseException, stage: str, *, candidate_peak: int | None, f
                 judge_peak: int, device_bytes: int) -> CandidateFailure | None:
     """The judge's own allocation failed (``exc``, a CUDA out-of-memory error, or one a problem's
     input or reference step wrapped): a reject when the candidate's process holds over
-    ``CROWDING_FACTOR`` times the footprint and ``CROWDING_FLOOR_SHARE`` of the device, else None
+    ``CROWDING_FACTOR`` times the footprint and ``CROWDING_FLOOR_SHARE`` of the device, or over its
+    fair share (``FAIR_SHARE_FACTOR``) where the request would have fit beside that share; else None
     (a fault of the gate, which the pool retries alone)."""
     cause = exc if isinstance(exc, torch.OutOfMemoryError) else exc.__cause__
     if not isinstance(cause, torch.OutOfMemoryError) or not candidate_peak:
         return None
-    if candidate_peak <= max(CROWDING_FACTOR * footprint, device_bytes * CROWDING_FLOOR_SHARE):
+    floor = device_bytes * CROWDING_FLOOR_SHARE
+    fair = max(FAIR_SHARE_FACTOR * footprint, floor)
+    sizes = _oom_sizes(cause)
+    would_fit = sizes is not None and candidate_peak > fair and sizes[0] <= sizes[1] + candidate_peak - fair
+    if candidate_peak <= max(CROWDING_FACTOR * footprint, floor) and not would_fit:
         return None
     first = ". ".join(str(cause).split(". ")[:2])  # "CUDA out of memory. Tried to allocate N GiB"
     share = (f", {candidate_peak / footprint:.1f}x the problem's footprint ({footprint / 1e9:.2f} GB;" if footprint
              else " (the footprint not yet known;")
+    fit = (f"; it would have fit had the candidate's process held {fair / 1e9:.2f} GB" if would_fit else "")
     return CandidateFailure(Reason.out_of_memory, (
         f"the judge could not get the GPU memory it needed ({first}) while the candidate's process held "
-        f"{candidate_peak / 1e9:.2f} GB{share} the judge's own peak so far {judge_peak / 1e9:.2f} GB): "
+        f"{candidate_peak / 1e9:.2f} GB{share} the judge's own peak so far {judge_peak / 1e9:.2f} GB){fit}: "
         "free what forward does not need"), stage)
 
 
@@ -345,19 +368,19 @@ class Screen:
             raise ProblemError(f"the reference failed on the problem's own inputs: {type(exc).__name__}: "
                                f"{str(exc)[:300]} (a shape override that leaves a derived global behind?)") from exc
         ref64 = ref64.double()
-        if self._expected_on_host(inputs, ref64):
+        if self._expected_on_host(inputs, ref, ref64):
             ref64 = ref64.cpu()
         self._free_cache_if_large(inputs, ref, ref64)
         return ref, ref64, took
 
-    def _expected_on_host(self, inputs: list, ref64: torch.Tensor) -> bool:
+    def _expected_on_host(self, inputs: list, ref: torch.Tensor, ref64: torch.Tensor) -> bool:
         """Whether the fp64 expected output waits on the host (``check_trial_output`` brings it back a
-        slice at a time): a large output-dominant problem, where it would be the judge's largest
-        buffer beside the output slot (twice the output, four times a half-precision one; the memory
-        budget). Within ``keep_alive_bytes``, or where the inputs are as large, it stays on the GPU:
-        the copies cost more than the memory they save."""
+        slice at a time): a large problem whose fp64 output is over twice its inputs and output, a
+        half-precision output-dominant one (four times the output), where it would be the judge's
+        largest buffer beside the output slot (the memory budget). An fp32 output's (twice the
+        output) stays on the GPU: the copies would cost seconds a trial."""
         fp64_bytes = ref64.numel() * ref64.element_size()
-        return self.cuda and fp64_bytes > max(self.opts.keep_alive_bytes, 2 * _nbytes(inputs))
+        return self.cuda and fp64_bytes > max(self.opts.keep_alive_bytes, 2 * _nbytes(inputs, ref))
 
     def shared(self, inputs: list) -> list:
         return [self.space.copy_of(x) for x in inputs]
@@ -375,13 +398,14 @@ class Screen:
         if isinstance(problem.reference, torch.nn.Module):  # its state is copied into the candidate next
             randomize_state(problem.reference, self.gen)
         state = problem.reference.state_dict() if isinstance(problem.reference, torch.nn.Module) else {}
+        shared_state = {name: self.space.copy_of(t) for name, t in state.items()}
         request = {
             "type": "load", "source": job.candidate.source, "entry": job.candidate.entry, "dsl": job.candidate.dsl,
             "dtype": str(problem.dtype).removeprefix("torch."),
             "init": [self.remote.arg(self.space.copy_of(x) if isinstance(x, torch.Tensor) else x)
                      for x in problem.init_inputs],
             # copies in the shared pool: the reference's own parameters never leave the judge
-            "state": {name: self.space.ref(self.space.copy_of(t)).model_dump(mode="json") for name, t in state.items()},
+            "state": {name: self.remote.arg(t)["ref"] for name, t in shared_state.items()},
             "compile_cache": self.opts.compile_cache, "compile_cache_dir": self.opts.compile_cache_dir,
             "limits": {"max_file_mb": self.opts.max_file_mb, "gpu_memory_fraction": self.opts.gpu_memory_fraction,
                        "host_memory_mb": self.opts.host_memory_mb or _default_host_memory_mb()},
@@ -397,6 +421,14 @@ class Screen:
         if reply.note:
             self.m.notes.append(reply.note)
         self.state_copied = reply.state_copied
+        # the candidate's module has its own copy of the state now: the shared one goes (the memory
+        # budget of a problem whose weights are most of its footprint; a module that kept the shared
+        # tensors instead keeps their memory mapped, and the block is not reused while it does)
+        self.remote.release(shared_state.values())
+        if _nbytes(*shared_state.values()) > self.opts.keep_alive_bytes:
+            self.remote.drop_released("load")
+            self._free_cache(_nbytes(*shared_state.values()))
+        del shared_state
         self.stage_done("load")
 
     def calibrate(self) -> None:
@@ -560,15 +592,19 @@ class Screen:
             ref, ref64, took = self.expected(inputs)
             if m.cost is None:
                 m.cost = problem.cost(inputs, ref)
-            finite = finite_somewhere(ref, ref64)  # before the candidate's output exists: the memory budget
             if index == 0:
                 self.largest = max((t.numel() for t in inputs if isinstance(t, torch.Tensor)), default=0)
                 if self.cuda:
                     self.call_deadline_s = min(opts.run_timeout_s, max(RUN_DEADLINE_FLOOR_S, RUN_DEADLINE_FACTOR * took))
                 self.footprint = _footprint(inputs, ref, problem.reference)
                 self.output_bytes = ref.numel() * ref.element_size()
+            # all that does not depend on the candidate's output, made now: the library's output goes
+            # before the candidate's slot is made (the memory budget of an output-dominant problem)
+            want, like = expect(ref, ref64, problem.numerics_tolerance), ref.to("meta")
+            del ref, ref64
+            self._free_cache_if_large(like)
             given = self.shared(inputs)
-            out, reply = self.remote.call(given, ref, "numerics", f"trial {index + 1}", record=True)
+            out, reply = self.remote.call(given, like, "numerics", f"trial {index + 1}", record=True)
             if self.footprint <= self.opts.keep_alive_bytes:
                 alive.append((given, out))
             if index == 0:
@@ -585,11 +621,12 @@ class Screen:
                              "instead of .contiguous() / .float() / .to() in forward: each copy is another pass over "
                              "memory"))
             self.per_call = dict(reply.launches)
-            result = self._judge_output(distribution, out, reply, inputs, given, ref, ref64)
+            result = self._judge_output(distribution, out, reply, inputs, given, want)
+            finite = want.finite_count > 0
             if self.footprint > self.opts.keep_alive_bytes:  # within the budget: this trial's buffers go before the next
                 self.remote.release([*given, out])
                 self.remote.drop_released("numerics")  # before the next trial's reference allocates
-                del inputs, given, out, ref, ref64
+                del inputs, given, out, want
                 self._free_cache(self.footprint)
             if not finite:
                 m.notes.append(f"trial {distribution}: the reference is not finite on these inputs; trial skipped")
@@ -603,9 +640,11 @@ class Screen:
         m.numerics.checked = True
         m.numerics.passed = bool(m.numerics.trials)
 
-    def _judge_output(self, label: str, out, reply: CallReply, pristine: list, given: list, ref, ref64,
+    def _judge_output(self, label: str, out, reply: CallReply, pristine: list, given: list, ref, ref64=None,
                       tol=None) -> TrialResult:
-        """The rules in the order that gives the clearest reason: library work, type, inputs, values."""
+        """The rules in the order that gives the clearest reason: library work, type, inputs, values.
+        ``ref``: the library's output (with ``ref64`` and ``tol``, see ``check_trial_output``) or an
+        ``Expected`` made before the call."""
         heavy = integrity.heavy_ops(reply.ops, self.largest)
         if heavy:
             raise self.fail(Reason.library_op_used, "forward called torch on operands as large as the problem's "
