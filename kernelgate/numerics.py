@@ -63,7 +63,7 @@ CHUNK_ELEMENTS = 1 << 22
 """Comparisons run over slices of this many elements (fp64 temporaries of 32 MB, about six alive at
 once), so checking a 6.4 GB output takes a few slices' memory, not several copies of the whole. At
 256 MB slices the temporaries alone were 1.3 GB, 2.4x the footprint of a 0.5 GB LayerNorm (H100,
-2026-12-07, the judge's memory trace of ``benchmarks/kernelbench_all.py``)."""
+2026-12-07, ``benchmarks/results/memtrace_kb_h100.txt``)."""
 
 
 def _slices(*tensors: torch.Tensor, device: torch.device | None = None):
