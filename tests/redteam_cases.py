@@ -24,6 +24,7 @@ SOFTMAX = Problem.op("softmax", rows=16, cols=256)
 LAYERNORM = Problem.op("layernorm", rows=16, cols=256)
 KB_ROWSUM = Problem.file(PROBLEMS / "rowsum.py", shape={"ROWS": 16, "COLS": 256})
 KB_LAYERNORM = Problem.file(PROBLEMS / "layernorm.py", shape={"BATCH": 8, "HIDDEN": 64})
+KB_LAYERNORM_KB = Problem.file(PROBLEMS / "layernorm_kb.py", shape={"BATCH_SIZE": 2, "FEATURES": 4, "DIM1": 8, "DIM2": 8})
 KB_SOFTMAX_OVER_LIMIT = Problem.file(PROBLEMS / "softmax.py", shape={"ROWS": 2048, "COLS": 2100})
 
 CASES: list[tuple[str, str, Problem, str, bool]] = [
@@ -103,6 +104,11 @@ CASES: list[tuple[str, str, Problem, str, bool]] = [
     ("c9_cached_hoard_peak_reset.py", "other", ROWSUM, "kernel", True),
     ("c9_driver_alloc_hoard.py", "other", ROWSUM, "kernel", True),
     ("c9_load_hoard_unknown_footprint.py", "other", ROWSUM, "kernel", True),
+    # against the judge's memory changes of ff84dfa (the fair-share crowding rule, the shared state released
+    # after load), 2026-12-07: written apart from the defense and from the earlier fixtures
+    ("c10_zero_bytes_free.py", "other", SOFTMAX, "kernel", True),
+    ("c10_fair_share_squeeze.py", "other", SOFTMAX, "kernel", True),
+    ("c10_kept_state_ledger.py", "other", KB_LAYERNORM_KB, "ModelNew", True),
     # other: floods and forged replies aimed at the judge
     ("o_reply_flood.py", "other", ROWSUM, "kernel", False),
     ("o_reply_desync.py", "other", ROWSUM, "kernel", False),
@@ -132,6 +138,9 @@ NOTES: dict[str, str] = {
     'c9_cached_hoard_peak_reset.py': 'GPU: written against the memory hand-back and the crowding rule (2026-12-07); not yet run on the H200',
     'c9_driver_alloc_hoard.py': 'GPU: written against the memory hand-back and the crowding rule (2026-12-07); not yet run on the H200',
     'c9_load_hoard_unknown_footprint.py': 'GPU: written against the memory hand-back and the crowding rule (2026-12-07); not yet run on the H200',
+    'c10_zero_bytes_free.py': 'GPU: written against the memory changes of ff84dfa (2026-12-07); not yet run on a GPU',
+    'c10_fair_share_squeeze.py': 'GPU: written against the memory changes of ff84dfa (2026-12-07); not yet run on a GPU',
+    'c10_kept_state_ledger.py': 'GPU: written against the memory changes of ff84dfa (2026-12-07); not yet run on a GPU',
     'c1_runner_check_silenced.py': 'CPU: untimed (got through): Runner._check patched on __main__; thread + torch unseen',
     'c1_guard_violations_cleared.py': 'CPU: repair (got through): guard.violations.clear() after a torch thread',
     'c1_oprecorder_blinded.py': 'CPU: repair (got through): OpRecorder.__enter__/__exit__ patched; full x.sum(1)',
@@ -174,6 +183,14 @@ _GPU_OVERRIDES = {
     "c9_free_cache_profile.py": Problem.op("rowsum", rows=16384, cols=8192),
     # a footprint of about a sixth of an 80 GB card (12.9 GB): the judge's own need plus 4x it is over the device
     "c9_hoard_under_factor.py": Problem.op("rowsum", rows=49152, cols=65536),
+    # 11.5 GB in and out: what the judge leaves free at the check is under 4x the footprint on an H100 and
+    # an H200 alike, so a candidate taking it all escapes the old rule, and the fair share needs the message
+    "c10_zero_bytes_free.py": Problem.op("softmax", rows=44032, cols=65536),
+    # 10.7 GB in and out: on an 80 GB card the judge's hold at the check plus 2x the footprint is over the device
+    "c10_fair_share_squeeze.py": Problem.op("softmax", rows=40960, cols=65536),
+    # weights of 10.1 GB (twice the input): the kept shared copy moves 10 GB from the candidate's ledger to the judge's
+    "c10_kept_state_ledger.py": Problem.file(PROBLEMS / "layernorm_kb.py",
+                                             shape={"BATCH_SIZE": 1, "FEATURES": 64, "DIM1": 4096, "DIM2": 4800}),
 }
 
 

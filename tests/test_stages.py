@@ -281,6 +281,10 @@ def test_a_candidate_under_the_factor_that_leaves_the_judge_short_is_crowding_wh
                                      "of 79.18 GiB of which 2.00 GiB is free.")
     assert crowded_out(too_big, "numerics", candidate_peak=held, footprint=footprint, judge_peak=0,
                        device_bytes=int(79.18 * gib)) is None
+    nothing_free = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total "
+                                          "capacity of 79.18 GiB of which 0 bytes is free.")  # c10_zero_bytes_free
+    assert crowded_out(nothing_free, "numerics", candidate_peak=int(47 * gib), footprint=footprint, judge_peak=0,
+                       device_bytes=int(79.18 * gib)) is not None
     unsized = torch.OutOfMemoryError("CUDA out of memory.")
     assert crowded_out(unsized, "numerics", candidate_peak=held, footprint=footprint, judge_peak=0,
                        device_bytes=int(79.18 * gib)) is None

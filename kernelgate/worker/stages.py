@@ -114,8 +114,9 @@ CROWDING_FLOOR_SHARE = 1 / 8
 """...and never less than this share of the device: a CUDA context alone is about 0.5 GB, many
 times a small problem's footprint. Before the footprint is known (the first trial), the floor alone."""
 
-_OOM_SIZES = re.compile(r"Tried to allocate ([0-9.]+) ([KMGT]?i?B)\b.*? of which ([0-9.]+) ([KMGT]?i?B) is free")
-_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+_OOM_SIZES = re.compile(r"Tried to allocate ([0-9.]+) (bytes|[KMGT]iB)\b.*? of which ([0-9.]+) (bytes|[KMGT]iB) is free")
+_UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+"""torch's allocator writes sizes of 1 KiB or less in bytes ("0 bytes is free"), larger ones in KiB to GiB."""
 
 
 def _oom_sizes(error: BaseException) -> tuple[int, int] | None:
@@ -369,7 +370,8 @@ class Screen:
                                f"{str(exc)[:300]} (a shape override that leaves a derived global behind?)") from exc
         ref64 = ref64.double()
         if self._expected_on_host(inputs, ref, ref64):
-            ref64 = ref64.cpu()
+            with contextlib.suppress(RuntimeError, MemoryError):  # no host memory for it: it stays on the GPU
+                ref64 = ref64.cpu()
         self._free_cache_if_large(inputs, ref, ref64)
         return ref, ref64, took
 
