@@ -427,10 +427,11 @@ class Screen:
         # budget of a problem whose weights are most of its footprint; a module that kept the shared
         # tensors instead keeps their memory mapped, and the block is not reused while it does)
         self.remote.release(shared_state.values())
-        if _nbytes(*shared_state.values()) > self.opts.keep_alive_bytes:
-            self.remote.drop_released("load")
-            self._free_cache(_nbytes(*shared_state.values()))
+        state_bytes = _nbytes(*shared_state.values())
         del shared_state
+        if state_bytes > self.opts.keep_alive_bytes:
+            self.remote.drop_released("load")
+            self._free_cache(state_bytes)
         self.stage_done("load")
 
     def calibrate(self) -> None:
