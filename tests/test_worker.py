@@ -93,3 +93,46 @@ def test_an_attribute_of_the_runner_instance_replaced_is_tampering():
     verdict = _screen("runner_attr_swap.py")
     assert verdict.status is Status.reject and verdict.reason is Reason.tampering, verdict.summary
     assert "Runner.torch" in verdict.failure.message
+
+
+def test_a_hang_says_where_the_candidate_was():
+    message = _screen("hang_loop.py").failure.message  # its endless loop is line 18 of the source
+    assert "the candidate's process was killed (it was at: candidate.py:18 in kernel <- kernelgate/" in message, message
+
+
+def test_a_stack_is_taken_from_a_blocked_process_and_a_stopped_one_is_named(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from kernelgate.worker import stacks
+
+    dump = tmp_path / "p.stack"
+    code = ("import sys, time\nfrom pathlib import Path\nfrom kernelgate.worker import stacks\n"
+            "stacks.arm(Path(sys.argv[1]))\nprint('armed', flush=True)\n"
+            "def blocked_here():\n    time.sleep(60)\nblocked_here()\n")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(dump)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "armed"
+        time.sleep(0.2)
+        assert stacks.where(proc.pid, dump).startswith("<string>:7 in blocked_here <- <string>:8 in <module>")
+        proc.send_signal(signal.SIGSTOP)
+        time.sleep(0.2)
+        assert stacks.where(proc.pid, dump) == "stopped"
+    finally:
+        proc.kill()
+        proc.wait()
+    assert stacks.where(proc.pid, dump) == "gone"
+
+
+def test_a_judge_that_hangs_is_killed_by_the_supervisor_which_says_where(tmp_path):
+    problem = tmp_path / "slow_problem.py"
+    problem.write_text("import time\nimport torch\n\n\nclass Model(torch.nn.Module):\n"
+                       "    def forward(self, x):\n        return x.sum(dim=1)\n\n\n"
+                       "def get_inputs():\n    return [torch.randn(16, 256)]\n\n\n"
+                       "def get_init_inputs():\n    time.sleep(120)\n    return []\n")
+    verdict = screen(Candidate(source=fixture_source("rowsum_good.py"), entry="kernel"), Problem.file(problem),
+                     options=ScreenOptions(load_timeout_s=2, run_timeout_s=2))
+    message = verdict.failure.message if verdict.failure else verdict.summary
+    assert "the judge was at: slow_problem.py:15 in get_init_inputs" in message, message

@@ -552,7 +552,10 @@ def main() -> None:
     os.close(log_fd)
     sys.stdout = os.fdopen(1, "w", buffering=1)
     sys.stderr = os.fdopen(2, "w", buffering=1)
+    from kernelgate.worker import stacks
     from kernelgate.worker.judge import exit_with_parent
+
+    stacks.arm(workdir / stacks.CANDIDATE_DUMP)  # where it was, if a request times out (the judge asks)
 
     exit_with_parent(os.getppid(), "kernelgate-judge-watch")
 

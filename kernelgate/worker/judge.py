@@ -83,12 +83,15 @@ def main() -> None:
     sys.stdout = os.fdopen(1, "w", buffering=1)
     sys.stderr = os.fdopen(2, "w", buffering=1)
     parent = os.getppid()
+    from pathlib import Path
+
+    from kernelgate.worker import stacks
+
+    stacks.arm(Path(workdir) / stacks.JUDGE_DUMP)  # where it was, if it hangs (the supervisor asks)
 
     def send(record: dict) -> None:
         channel.write(json.dumps({**record, "token": token}, allow_nan=False) + "\n")
         channel.flush()
-
-    from pathlib import Path
 
     from kernelgate.worker.link import CandidateProcess, Unanswered
 

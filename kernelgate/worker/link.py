@@ -24,6 +24,7 @@ from typing import Callable
 
 from pydantic import ValidationError
 
+from kernelgate.worker import stacks
 from kernelgate.worker.protocol import ArtifactsReply, CallReply, LoadReply
 
 __all__ = ["CandidateProcess", "Unanswered"]
@@ -32,11 +33,12 @@ _REPLIES = {"call": CallReply, "load": LoadReply, "artifacts": ArtifactsReply}
 
 
 class Unanswered(Exception):
-    """No reply: ``why`` is ``timeout``, ``died`` or ``memory``; ``message`` says what happened."""
+    """No reply: ``why`` is ``timeout``, ``died`` or ``memory``; ``message`` says what happened;
+    ``at``, after a timeout, where the candidate's process was (``stacks.where``)."""
 
-    def __init__(self, why: str, message: str) -> None:
+    def __init__(self, why: str, message: str, at: str = "") -> None:
         super().__init__(message)
-        self.why, self.message = why, message
+        self.why, self.message, self.at = why, message, at
 
 
 class CandidateProcess:
@@ -179,17 +181,20 @@ class CandidateProcess:
                     record = self._read(began + deadline_s, watch=True, compile_s=compile_s)
             else:
                 record = self._read(began + deadline_s, watch=True, compile_s=compile_s)
+            at = ""
+            if record is None and not self._eof and not self._over_memory and self.proc.poll() is None:
+                at = stacks.where(self.proc.pid, self.workdir / stacks.CANDIDATE_DUMP)  # before it is stopped
         finally:
             self.freeze()
             self._in_request = False
         if record is None:
-            raise self._why_unanswered(deadline_s, eof=self._eof)
+            raise self._why_unanswered(deadline_s, eof=self._eof, at=at)
         try:
             return _REPLIES[kind].model_validate(record)
         except ValidationError as exc:
             raise Unanswered("died", f"the candidate's process sent an invalid {kind} reply: {str(exc)[:300]}") from None
 
-    def _why_unanswered(self, deadline_s: float, eof: bool = False) -> Unanswered:
+    def _why_unanswered(self, deadline_s: float, eof: bool = False, at: str = "") -> Unanswered:
         if self._over_memory:
             return Unanswered("memory", f"the candidate's process reached {self.peak_rss_mb:.0f} MiB resident, over its "
                                         f"limit of {self.host_memory_mb:.0f} MiB; it was killed")
@@ -200,7 +205,8 @@ class CandidateProcess:
                 pass
         if self.proc.poll() is None:
             self.kill()
-            return Unanswered("timeout", f"no reply within {deadline_s:.3g} s; the candidate's process was killed")
+            return Unanswered("timeout", f"no reply within {deadline_s:.3g} s; the candidate's process was killed "
+                                         f"(it was at: {at})", at=at)
         tail = self.log_tail()
         return Unanswered("died", f"the candidate's process died with {self.exit_text()}" + _hint(self.exit_text(), tail)
                           + (":\n" + "\n".join(tail.strip().splitlines()[-6:]) if tail.strip() else ""))

@@ -1246,8 +1246,9 @@ def _unanswered(exc: Unanswered, stage: str, deadline_s: float) -> CandidateFail
         return CandidateFailure(Reason.out_of_memory, exc.message, stage)
     if exc.why == "timeout":
         reason = Reason.load_timeout if stage in ("load", "artifacts") else Reason.run_timeout
+        at = f" (it was at: {exc.at})" if exc.at else ""
         return CandidateFailure(reason, f"no result within {deadline_s:.3g} s in the {stage} phase; the candidate's "
-                                "process was killed", stage)
+                                f"process was killed{at}", stage)
     reason = Reason.out_of_memory if "(out of memory)" in exc.message else Reason.crash
     return CandidateFailure(reason, exc.message.replace("the candidate's process died", f"the worker died in the {stage} "
                                                         "phase", 1), stage)

@@ -49,6 +49,7 @@ from kernelgate._base import Model
 from kernelgate.errors import ProblemError, WorkerError
 from kernelgate.models import Candidate, Failure, Measurement, Problem, Reason
 from kernelgate.turns import GpuTurns
+from kernelgate.worker import stacks
 from kernelgate.worker.protocol import START_GATE
 
 __all__ = ["ScreenOptions", "Job", "WorkerResult", "Worker", "WorkerPool", "TurnPool", "default_pool",
@@ -149,6 +150,11 @@ class WorkerResult(Model):
     """The end of the candidate's own stdout/stderr."""
     seconds: dict[str, float] = Field(default_factory=dict)
 
+
+BACKSTOP_S = 10.0
+"""The supervisor's phase deadlines run this long past the options' own. The judge enforces the
+candidate's deadlines itself (and says where the candidate was); the supervisor's catch a judge
+that hangs, and a candidate whose request the judge waits on past its own deadline plus this."""
 
 GATED_PHASES = ("run", "timing")
 """Phases the child starts only on the parent's go-ahead (the GPU-heavy ones: numerics, timing).
@@ -393,6 +399,14 @@ class Worker:
             return f"signal {signal.Signals(-code).name}"
         return f"exit code {code}"
 
+    def _where(self) -> str:
+        """Where the judge and the candidate's process were when the deadline passed (their stacks,
+        ``kernelgate.worker.stacks``): which of them hung, and in what."""
+        judge = stacks.where(self.proc.pid, self.workdir / stacks.JUDGE_DUMP)
+        candidate = (stacks.where(self.candidate_pid, self.workdir / "candidate" / stacks.CANDIDATE_DUMP)
+                     if self.candidate_pid else "not started")
+        return f" (the judge was at: {judge}; the candidate's process: {candidate})"
+
     def log_tail(self) -> str:
         path = self.workdir / "candidate" / "candidate.log"
         try:
@@ -423,9 +437,9 @@ class Worker:
             raise WorkerError(f"could not hand the job to a worker: {exc}") from exc
         self._memory_limit_mb = float(opts.host_memory_mb or default_host_memory_mb())
         self._peak_rss_mb = 0.0
-        budgets = {"load": opts.load_timeout_s, "run": opts.run_timeout_s,
-                   "artifacts": opts.load_timeout_s, "timing": opts.run_timeout_s}
-        phase, deadline = "load", time.monotonic() + opts.load_timeout_s
+        budgets = {"load": opts.load_timeout_s + BACKSTOP_S, "run": opts.run_timeout_s + BACKSTOP_S,
+                   "artifacts": opts.load_timeout_s + BACKSTOP_S, "timing": opts.run_timeout_s + BACKSTOP_S}
+        phase, deadline = "load", time.monotonic() + budgets["load"]
         partial = Measurement()
         outcome = None
         while True:
@@ -455,6 +469,7 @@ class Worker:
                 raise WorkerError(f"the judge failed (a fault of the gate, not of the candidate): {record.message}")
         over_memory = outcome is None and self._peak_rss_mb > (self._memory_limit_mb or float("inf"))
         timed_out = outcome is None and not over_memory and time.monotonic() >= deadline
+        where = self._where() if timed_out else ""
         if outcome is None:
             self.kill()
         else:  # the result is in: both processes end now, and nothing they still do can matter
@@ -470,7 +485,7 @@ class Worker:
                     f"the worker's resident memory reached {self._peak_rss_mb:.0f} MiB, over its limit of "
                     f"{self._memory_limit_mb:.0f} MiB, in the {phase} phase; it was killed"))
             else:
-                outcome.failure = _supervisor_failure(phase, timed_out, exit_text, tail, budgets[phase])
+                outcome.failure = _supervisor_failure(phase, timed_out, exit_text, tail, budgets[phase], where)
         if self.forged_records:  # only the candidate's process could have: a reject whatever else happened
             outcome.failure = Failure(reason=Reason.tampering, stage="supervisor", message=(
                 f"{self.forged_records} record(s) without the judge's token were written into the judge's pipe to "
@@ -481,11 +496,12 @@ class Worker:
                             seconds=seconds)
 
 
-def _supervisor_failure(phase: str, timed_out: bool, exit_text: str, tail: str, budget: float) -> Failure:
+def _supervisor_failure(phase: str, timed_out: bool, exit_text: str, tail: str, budget: float,
+                        where: str = "") -> Failure:
     if timed_out:
         reason = Reason.load_timeout if phase in ("load", "artifacts") else Reason.run_timeout
         return Failure(reason=reason, stage=phase,
-                       message=f"no result within {budget:g} s in the {phase} phase; the worker was killed")
+                       message=f"no result within {budget:g} s in the {phase} phase; the worker was killed{where}")
     lowered = tail.lower()
     hint = ""
     if "SIGXFSZ" in exit_text:
