@@ -291,3 +291,22 @@ def test_a_candidate_under_the_factor_that_leaves_the_judge_short_is_crowding_wh
     fair_holder = crowded_out(oom, "numerics", candidate_peak=FAIR_SHARE_FACTOR * footprint, footprint=footprint,
                               judge_peak=0, device_bytes=int(79.18 * gib))
     assert fair_holder is None
+
+
+def test_a_calibration_that_fails_before_the_candidate_is_loaded_is_a_fault_of_the_gate():
+    """On an H100 at 8 in flight (2026-12-07), seven honest candidates were rejected runtime_error
+    because the calibration's output-sized buffer did not fit beside the other jobs: no candidate
+    code had run. It is the gate's fault, and says "out of memory" so that the pool runs it alone."""
+    from types import SimpleNamespace
+
+    from kernelgate.errors import WorkerError
+    from kernelgate.worker.stages import CandidateFailure, Screen
+
+    def refused() -> None:
+        raise CandidateFailure(Reason.runtime_error, "OutOfMemoryError: CUDA out of memory. Tried to allocate "
+                                                     "6.00 GiB. GPU 0 has a total capacity of 79.18 GiB", "load")
+
+    screen = SimpleNamespace(cuda=True, _calibrate=refused)
+    with pytest.raises(WorkerError, match="before the candidate was loaded.*out of memory"):
+        Screen.calibrate(screen)
+    Screen.calibrate(SimpleNamespace(cuda=False, _calibrate=refused))  # no GPU: nothing to calibrate

@@ -47,7 +47,7 @@ from typing import Callable
 import torch
 
 from kernelgate import integrity, roofline
-from kernelgate.errors import ProblemError
+from kernelgate.errors import ProblemError, WorkerError
 from kernelgate.hardware import detect, peaks_for, process_gpu_bytes
 from kernelgate.models import (Environment, Failure, Finding, KernelArtifact, Measurement, MemoryReport,
                                NumericsReport, Reason, TrialResult)
@@ -436,9 +436,20 @@ class Screen:
 
     def calibrate(self) -> None:
         """The harness's cost per timed call at each idle window (``SPLIT_WINDOWS_MS``) and its
-        spread, before any candidate code runs in that process: timed calls without forward."""
+        spread, before any candidate code runs in that process: timed calls without forward.
+
+        No candidate code has run yet, so a failure here is never the candidate's: it is a fault of
+        the gate (``WorkerError``). Out of GPU memory beside other jobs (the calibration's output
+        buffer is the output's size: 6 GiB at KernelBench's largest), the pool runs it again alone."""
         if not self.cuda:
             return
+        try:
+            self._calibrate()
+        except CandidateFailure as failure:
+            raise WorkerError(f"the calibration calls, before the candidate was loaded, failed: "
+                              f"{failure.failure.message}") from None
+
+    def _calibrate(self) -> None:
         from kernelgate.timing import SPLIT_WINDOWS_MS, sleep_cycles_per_ms
 
         inputs = self.inputs("normal")
