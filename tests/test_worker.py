@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from kernelgate import Candidate, Problem, Reason, ScreenOptions, Status, screen
@@ -96,8 +98,9 @@ def test_an_attribute_of_the_runner_instance_replaced_is_tampering():
 
 
 def test_a_hang_says_where_the_candidate_was():
-    message = _screen("hang_loop.py").failure.message  # its endless loop is line 18 of the source
-    assert "the candidate's process was killed (it was at: candidate.py:18 in kernel <- kernelgate/" in message, message
+    message = _screen("hang_loop.py").failure.message
+    # its endless loop is lines 18-19 of the source; the dump lands on either, depending on the bytecode it interrupts
+    assert re.search(r"the candidate's process was killed \(it was at: candidate\.py:1[89] in kernel <- kernelgate/", message), message
 
 
 def test_a_stack_is_taken_from_a_blocked_process_and_a_stopped_one_is_named(tmp_path):
