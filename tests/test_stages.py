@@ -293,6 +293,45 @@ def test_a_candidate_under_the_factor_that_leaves_the_judge_short_is_crowding_wh
     assert fair_holder is None
 
 
+@pytest.mark.parametrize("rows, judge_in_use_gib, free_mib, candidate_gib", [
+    (44032, 57.04, 1.38, 20.92),  # c10_zero_bytes_free, H100, 2026-12-07 (redteam_stream_h100.json)
+    (40960, 53.10, 9.44, 24.85),  # c10_fair_share_squeeze, same run
+])
+def test_a_large_problems_candidate_over_output_and_workspace_that_starves_a_judge_within_budget_is_crowding(
+        rows, judge_in_use_gib, free_mib, candidate_gib):
+    """Softmax over rows x 65536 fp32 on an H100: the footprint (input and output) is over a fifth of
+    the device, so twice it beside the judge's budget does not fit. The judge held less than its
+    budget and asked for 20 MiB; the candidate held far more than its output and a quarter of the
+    footprint as workspace: a reject. An honest candidate (its output and a CUDA context) is not."""
+    from types import SimpleNamespace
+
+    from kernelgate.worker.stages import WORKSPACE_SHARE, Screen, crowded_out
+
+    gib, device = 1 << 30, int(79.18 * (1 << 30))
+    output = rows * 65536 * 4
+    footprint = 2 * output
+    budget = Screen.judge_budget(SimpleNamespace(footprint=footprint, output_bytes=output, reference_growth=0,
+                                                 reference64_growth=0))
+    assert judge_in_use_gib * gib < budget < device  # the judge was within its budget
+    oom = torch.OutOfMemoryError(
+        f"CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.18 GiB of which "
+        f"{free_mib} MiB is free. Including non-PyTorch memory, this process has {judge_in_use_gib} GiB memory in "
+        f"use. Process 7689 has {candidate_gib} GiB memory in use.")
+    kwargs = dict(footprint=footprint, judge_peak=int(judge_in_use_gib * gib), device_bytes=device,
+                  output_bytes=output, judge_budget=budget)
+    failure = crowded_out(oom, "numerics", candidate_peak=int(candidate_gib * gib), **kwargs)
+    assert failure is not None and failure.failure.reason is Reason.out_of_memory
+    assert f"had the candidate's process held {(output + WORKSPACE_SHARE * footprint) / 1e9:.2f} GB" \
+        in failure.failure.message, failure.failure.message
+    honest = output + int(0.6 * gib)  # its output and a CUDA context
+    assert crowded_out(oom, "numerics", candidate_peak=honest, **kwargs) is None
+    # without the budget (not known), or with a judge over it, the fair share stays twice the footprint
+    assert crowded_out(oom, "numerics", candidate_peak=int(candidate_gib * gib), **{**kwargs, "judge_budget": 0}) is None
+    greedy_judge = torch.OutOfMemoryError(str(oom).replace(f"has {judge_in_use_gib} GiB",
+                                                                f"has {budget / gib + 1:.2f} GiB"))
+    assert crowded_out(greedy_judge, "numerics", candidate_peak=int(candidate_gib * gib), **kwargs) is None
+
+
 def test_a_calibration_that_fails_before_the_candidate_is_loaded_is_a_fault_of_the_gate():
     """On an H100 at 8 in flight (2026-12-07), seven honest candidates were rejected runtime_error
     because the calibration's output-sized buffer did not fit beside the other jobs: no candidate

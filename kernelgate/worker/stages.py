@@ -113,8 +113,18 @@ error: the request, the memory free). Otherwise the judge's shortfall is the gat
 CROWDING_FLOOR_SHARE = 1 / 8
 """...and never less than this share of the device: a CUDA context alone is about 0.5 GB, many
 times a small problem's footprint. Before the footprint is known (the first trial), the floor alone."""
+WORKSPACE_SHARE = 1 / 4
+"""A large problem's fair share is smaller where the judge asked for no more than its own budget
+(``MEMORY_BUDGET_FACTOR`` times the footprint beyond the reference's own, and a CUDA context,
+``JUDGE_CONTEXT_BYTES``): the output and this share of the footprint as workspace, never under the
+floor. Without it, a candidate under twice the footprint could leave a judge within its budget
+short wherever the two do not fit the device together (on an H100, footprints over about a fifth
+of it: the red team's ``c10_zero_bytes_free`` and ``c10_fair_share_squeeze``)."""
+JUDGE_CONTEXT_BYTES = 1 << 30
+"""The judge's CUDA context and library workspaces, beside its tensors, in its budget."""
 
 _OOM_SIZES = re.compile(r"Tried to allocate ([0-9.]+) (bytes|[KMGT]iB)\b.*? of which ([0-9.]+) (bytes|[KMGT]iB) is free")
+_OOM_IN_USE = re.compile(r"this process has ([0-9.]+) (bytes|[KMGT]iB) memory in use")
 _UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
 """torch's allocator writes sizes of 1 KiB or less in bytes ("0 bytes is free"), larger ones in KiB to GiB."""
 
@@ -127,6 +137,12 @@ def _oom_sizes(error: BaseException) -> tuple[int, int] | None:
     return (int(float(found.group(1)) * _UNITS[found.group(2)]), int(float(found.group(3)) * _UNITS[found.group(4)]))
 
 
+def _oom_in_use(error: BaseException) -> int | None:
+    """What the failing process (the judge) held on the device, from the same message."""
+    found = _OOM_IN_USE.search(str(error))
+    return int(float(found.group(1)) * _UNITS[found.group(2)]) if found and found.group(2) in _UNITS else None
+
+
 class CandidateFailure(Exception):
     """Ends the screen with a reject reason."""
 
@@ -136,18 +152,24 @@ class CandidateFailure(Exception):
 
 
 def crowded_out(exc: BaseException, stage: str, *, candidate_peak: int | None, footprint: int,
-                judge_peak: int, device_bytes: int) -> CandidateFailure | None:
+                judge_peak: int, device_bytes: int, output_bytes: int = 0,
+                judge_budget: int = 0) -> CandidateFailure | None:
     """The judge's own allocation failed (``exc``, a CUDA out-of-memory error, or one a problem's
     input or reference step wrapped): a reject when the candidate's process holds over
     ``CROWDING_FACTOR`` times the footprint and ``CROWDING_FLOOR_SHARE`` of the device, or over its
-    fair share (``FAIR_SHARE_FACTOR``) where the request would have fit beside that share; else None
-    (a fault of the gate, which the pool retries alone)."""
+    fair share (``FAIR_SHARE_FACTOR``; where the judge held and asked for no more than
+    ``judge_budget`` bytes, at most the output and ``WORKSPACE_SHARE``) where the request would have
+    fit beside that share; else None (a fault of the gate, which the pool retries alone)."""
     cause = exc if isinstance(exc, torch.OutOfMemoryError) else exc.__cause__
     if not isinstance(cause, torch.OutOfMemoryError) or not candidate_peak:
         return None
     floor = device_bytes * CROWDING_FLOOR_SHARE
     fair = max(FAIR_SHARE_FACTOR * footprint, floor)
     sizes = _oom_sizes(cause)
+    in_use = _oom_in_use(cause)
+    if sizes is not None and in_use is not None and footprint and output_bytes and judge_budget \
+            and in_use + sizes[0] <= judge_budget:  # the judge stayed within its budget
+        fair = min(fair, max(output_bytes + WORKSPACE_SHARE * footprint, floor))
     would_fit = sizes is not None and candidate_peak > fair and sizes[0] <= sizes[1] + candidate_peak - fair
     if candidate_peak <= max(CROWDING_FACTOR * footprint, floor) and not would_fit:
         return None
@@ -180,7 +202,7 @@ def evaluate(job, workdir: Path, emit: Callable[[str, Measurement | None], None]
         crowded = crowded_out(exc, stage, candidate_peak=screen.candidate_gpu_bytes(), footprint=screen.footprint,
                               judge_peak=max(screen.judge_peak, screen._peak_carry),
                               device_bytes=torch.cuda.get_device_properties(screen.device).total_memory
-                              if screen.cuda else 0)
+                              if screen.cuda else 0, output_bytes=screen.output_bytes, judge_budget=screen.judge_budget())
         if crowded is None:
             raise
         screen.m.failure = crowded.failure
@@ -273,6 +295,14 @@ class Screen:
         if self.cuda and self.footprint > self.opts.keep_alive_bytes:
             self.remote.drop_released(stage, free_cache=True)
             self._free_cache(self.footprint)
+
+    def judge_budget(self) -> int:
+        """The most the judge may hold: ``MEMORY_BUDGET_FACTOR`` times the footprint beyond the
+        reference's own memory (its inputs, parameters and growth, in fp32 and fp64), and a context."""
+        if not self.footprint:
+            return 0
+        reference_own = self.footprint - self.output_bytes + self.reference_growth + self.reference64_growth
+        return MEMORY_BUDGET_FACTOR * self.footprint + reference_own + JUDGE_CONTEXT_BYTES
 
     def candidate_gpu_bytes(self) -> int | None:
         """The most GPU memory the candidate's process is known to hold: its allocator's peak (from its
