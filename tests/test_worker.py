@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -139,3 +140,38 @@ def test_a_judge_that_hangs_is_killed_by_the_supervisor_which_says_where(tmp_pat
                      options=ScreenOptions(load_timeout_s=2, run_timeout_s=2))
     message = verdict.failure.message if verdict.failure else verdict.summary
     assert "the judge was at: slow_problem.py:15 in get_init_inputs" in message, message
+
+
+def test_a_spare_that_died_while_it_waited_is_replaced_and_the_job_reaches_its_verdict():
+    """Red team, H100 2026-12-07: a spare started while the last case's candidate held the device
+    died making its CUDA context (exit 1); the next case got "could not hand the job to a worker"."""
+    import os
+    import signal
+
+    from kernelgate.worker import WorkerPool
+
+    pool = WorkerPool(spares=1)
+    try:
+        spare = pool._idle[0]
+        os.killpg(spare.proc.pid, signal.SIGKILL)
+        spare.proc.wait()
+        verdict = screen(Candidate(source=fixture_source("rowsum_good.py"), entry="kernel"), SMALL, options=QUICK,
+                         runner=pool)
+        assert verdict.status is not Status.reject, verdict.summary
+    finally:
+        pool.close()
+
+
+def test_a_worker_that_fails_to_start_says_what_the_judge_printed(tmp_path):
+    from kernelgate.errors import WorkerError
+    from kernelgate.worker import Worker
+
+    broken = tmp_path / "torch"
+    broken.mkdir()
+    (broken / "__init__.py").write_text("raise ImportError('no CUDA context: out of memory (a stand-in)')\n")
+    worker = Worker(env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"})
+    try:
+        with pytest.raises(WorkerError, match=r"(?s)exit code 1; log: .*no CUDA context: out of memory"):
+            worker.wait_ready(60)
+    finally:
+        worker.close()

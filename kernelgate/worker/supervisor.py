@@ -213,6 +213,14 @@ def resident_mb(pid: int) -> float | None:
     return None
 
 
+def _tail(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return ""
+    return data[-LOG_TAIL_CHARS:].decode("utf-8", "replace")
+
+
 class Worker:
     """One child process, used for exactly one job."""
 
@@ -314,9 +322,14 @@ class Worker:
             self._send_go()
             record = self._next_record(deadline)
         if record is None or record.type != "ready":
-            self.kill()
+            try:
+                self.proc.wait(timeout=1)  # at EOF it is exiting: its own exit code, not the kill's
+            except subprocess.TimeoutExpired:
+                pass
             why = record.message if record is not None and record.message else self._exit_text()
-            raise WorkerError(f"worker failed to start: {why}; log: {self.log_tail()[-500:]}")
+            self.kill()
+            log = self.log_tail()[-500:] or self._judge_log_tail()[-500:]  # the judge's own, where it died first
+            raise WorkerError(f"worker failed to start: {why}; log: {log}")
         self.candidate_pid = record.candidate_pid
         self._ready = True
 
@@ -408,12 +421,10 @@ class Worker:
         return f" (the judge was at: {judge}; the candidate's process: {candidate})"
 
     def log_tail(self) -> str:
-        path = self.workdir / "candidate" / "candidate.log"
-        try:
-            data = path.read_bytes()
-        except OSError:
-            return ""
-        return data[-LOG_TAIL_CHARS:].decode("utf-8", "replace")
+        return _tail(self.workdir / "candidate" / "candidate.log")
+
+    def _judge_log_tail(self) -> str:
+        return _tail(self.workdir / "judge.log")
 
     # --- one job -----------------------------------------------------------------------------
 
@@ -551,6 +562,17 @@ class WorkerPool:
         self._fill()
         return worker
 
+    def _ready(self, timeout: float) -> Worker:
+        """A spare, ready; one that died while it waited (say, its CUDA context refused while the last
+        job's processes held the device) is replaced by a new worker once: not the job's fault."""
+        worker = self.acquire()
+        try:
+            worker.wait_ready(timeout)
+        except WorkerError:
+            worker.close()
+            worker = Worker(env=self.env)  # its own failure to start, if any, is the job's result
+        return worker
+
     def run(self, job: Job) -> WorkerResult:
         paused: list[Worker] = []
 
@@ -562,7 +584,7 @@ class WorkerPool:
                     worker.pause()
 
         try:
-            return self.acquire().run(job, on_phase=on_phase)
+            return self._ready(job.options.startup_timeout_s).run(job, on_phase=on_phase)
         finally:
             for worker in paused:
                 worker.resume()
