@@ -43,7 +43,8 @@ def main(argv: list[str] | None = None) -> int:
         began = time.perf_counter()
         try:
             verdict = screen(Candidate(source=source, name=case.name), case.problem_spec(gpu=True),
-                             options=ScreenOptions(stream_check=args.stream_check))
+                             # an older kernelgate (the cost's "before") has no stream_check option at all
+                             options=ScreenOptions(**({"stream_check": True} if args.stream_check else {})))
         except Exception as exc:  # a gate fault (or an older kernelgate that lacks an API): recorded, not fatal
             rows.append({"name": case.name, "status": "error", "message": f"{type(exc).__name__}: {str(exc)[:300]}"})
             _write(args.out, argv, rows)

@@ -14,6 +14,10 @@
 #             of it                                                            -> kernelbench_all_DEV.json
 #   redteam   every red-team case, the gated stream on                         -> redteam_stream_DEV.json
 #   boundary  the 25 examples one at a time, the gated stream on               -> boundary_stream_DEV.json
+#   cost      the 25 examples one at a time at the default options, then the same at the commit
+#             before the judge (.device/before.tgz and .device/before_commit, made here with
+#             git archive --format=tar e3d4bb1 | gzip > .device/before.tgz; echo e3d4bb1... > .device/before_commit)
+#                                                   -> boundary_DEV.json, boundary_before_DEV.json
 #   corpus    the study corpus at 8 in flight, the gated stream on             -> gate_corpus_DEV_stream.json
 #   corpus_default  the same at the default options (the stream off)           -> gate_corpus_DEV.json
 #   truth     benchmarks/truth.py's independent labels of the same corpus      -> truth_DEV.json
@@ -61,6 +65,14 @@ for part in "$@"; do
       timeout "$L" python3 benchmarks/boundary.py --stream-check --out "$OUT/boundary_stream_$DEV.json" \
         > "$LOGS/boundary.log" 2>&1
       echo "boundary rc=$?"; tail -5 "$LOGS/boundary.log" ;;
+    cost)
+      timeout $(( L / 2 )) python3 benchmarks/boundary.py --out "$OUT/boundary_$DEV.json" > "$LOGS/cost.log" 2>&1
+      echo "cost (now) rc=$?"; tail -3 "$LOGS/cost.log"
+      B=$(mktemp -d) && tar -C "$B" -xzf .device/before.tgz \
+        && PYTHONPATH="$B:$SITE" KERNELGATE_COMMIT="$(cat .device/before_commit)" \
+            timeout $(( $(left) - 10 )) python3 benchmarks/boundary.py --out "$OUT/boundary_before_$DEV.json" \
+        >> "$LOGS/cost.log" 2>&1  # this tree's script and examples, the old package (first on the path)
+      echo "cost (before the judge) rc=$?"; tail -3 "$LOGS/cost.log" ;;
     corpus)
       timeout "$L" python3 benchmarks/score_truth.py screen --corpus benchmarks/corpus_existing.json \
         examples/corpus_oos/manifest.json --concurrency 8 --stream-check --deadline-s $(( L - 40 )) --grace-s 25 \
