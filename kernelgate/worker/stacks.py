@@ -32,7 +32,7 @@ _dump_file = None  # kept open for the process's life: faulthandler writes to it
 
 
 def arm(path: Path) -> None:
-    """Write all threads' stacks to ``path`` on SIGUSR1 (overwritten on each signal)."""
+    """Write all threads' stacks to ``path`` on SIGUSR1 (appended; ``where`` empties it before it asks)."""
     global _dump_file
     _dump_file = open(path, "a")  # noqa: SIM115  (open until the process ends; appends: see where())
     faulthandler.register(signal.SIGUSR1, file=_dump_file, all_threads=True, chain=False)
