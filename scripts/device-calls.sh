@@ -30,15 +30,24 @@ LOGS=$OUT/logs
 mkdir -p "$LOGS"
 T0=$(date +%s)
 left() { echo $(( ${BUDGET:-540} - ($(date +%s) - T0) )); }
+# The first lines of every log this script keeps, written by it (a log committed as a record needs
+# no hand-written header): the command, the card and its UUID, the commit, the date, the versions.
+header() {
+  echo "# $1"
+  echo "# device: $(nvidia-smi --query-gpu=name,uuid --format=csv,noheader | head -1); commit $KERNELGATE_COMMIT;" \
+       "$(date -u +%Y-%m-%dT%H:%M:%SZ); $(python3 -c 'import sys, torch, triton; print(f"torch {torch.__version__}, triton {triton.__version__}, python {sys.version.split()[0]}")')"
+}
 
 for part in "$@"; do
   L=$(left)
   if [ "$L" -lt 40 ]; then echo "$part: skipped, ${L} s left"; continue; fi
   case "$part" in
     tests)
+      header "python3 -m pytest -q -m gpu tests/test_gpu_deadlines.py tests/test_gpu_gate.py tests/test_numerics.py (scripts/device-calls.sh $*)" \
+        > "$LOGS/pytest_gpu.log"
       PYTHONPATH="$W/benchmarks/probes/memtrace:$PYTHONPATH" timeout $(( L < 180 ? L : 180 )) \
         python3 -m pytest -q -m gpu tests/test_gpu_deadlines.py tests/test_gpu_gate.py tests/test_numerics.py -p no:cacheprovider \
-        > "$LOGS/pytest_gpu.log" 2>&1
+        >> "$LOGS/pytest_gpu.log" 2>&1
       echo "tests rc=$?"; tail -4 "$LOGS/pytest_gpu.log"
       cp benchmarks/probes/memtrace/memtrace.log "$LOGS/" 2>/dev/null
       grep "raise\|stage_done" "$LOGS/memtrace.log" | tail -12 ;;
@@ -49,7 +58,8 @@ for part in "$@"; do
         --out "$OUT/kernelbench_all_$DEV.json" --gate-deadline-s $(( L - 30 )) --deadline-s $(( L - 20 )) \
         > "$LOGS/kb.log" 2>&1
       echo "kb rc=$?"; tail -20 "$LOGS/kb.log"
-      cp benchmarks/probes/memtrace/memtrace.log "$LOGS/memtrace_kb.log" 2>/dev/null ;;
+      { header "benchmarks/probes/memtrace during the kb part (scripts/device-calls.sh $*)"
+        cat benchmarks/probes/memtrace/memtrace.log; } > "$LOGS/memtrace_kb.log" 2>/dev/null ;;
     kbeval)
       prev=$OUT/kernelbench_all_$DEV.json; [ -f "$prev" ] || prev=benchmarks/results/kernelbench_all_$DEV.json
       cp "$prev" /tmp/kb_prev.json 2>/dev/null
