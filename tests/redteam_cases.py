@@ -109,6 +109,12 @@ CASES: list[tuple[str, str, Problem, str, bool]] = [
     ("c10_zero_bytes_free.py", "other", SOFTMAX, "kernel", True),
     ("c10_fair_share_squeeze.py", "other", SOFTMAX, "kernel", True),
     ("c10_kept_state_ledger.py", "other", KB_LAYERNORM_KB, "ModelNew", True),
+    # against the large-problem fair share of a68c8cb and the pool's spare replacement of 18f9ed3,
+    # 2026-12-07: written apart from the defense and from the earlier fixtures
+    ("c11_softmax_fp64_window.py", "other", SOFTMAX, "kernel", True),
+    ("c11_rowsum_grab_all.py", "other", ROWSUM, "kernel", True),
+    ("c11_sum_prefootprint_floor.py", "other", Problem.op("sum", batch=4, dim1=32, dim2=64), "kernel", True),
+    ("c11_cached_unseen_peak.py", "other", SOFTMAX, "kernel", True),
     # other: floods and forged replies aimed at the judge
     ("o_reply_flood.py", "other", ROWSUM, "kernel", False),
     ("o_reply_desync.py", "other", ROWSUM, "kernel", False),
@@ -141,6 +147,10 @@ NOTES: dict[str, str] = {
     'c10_zero_bytes_free.py': 'GPU: written against the memory changes of ff84dfa (2026-12-07); not yet run on a GPU',
     'c10_fair_share_squeeze.py': 'GPU: written against the memory changes of ff84dfa (2026-12-07); not yet run on a GPU',
     'c10_kept_state_ledger.py': 'GPU: written against the memory changes of ff84dfa (2026-12-07); not yet run on a GPU',
+    'c11_softmax_fp64_window.py': 'GPU: written against a68c8cb (2026-12-07), before the minimum rule that followed it; not yet run on a GPU',
+    'c11_rowsum_grab_all.py': 'GPU: written against a68c8cb (2026-12-07), before the minimum rule that followed it; not yet run on a GPU',
+    'c11_sum_prefootprint_floor.py': 'GPU: written against a68c8cb (2026-12-07), before the minimum rule that followed it; not yet run on a GPU',
+    'c11_cached_unseen_peak.py': 'GPU: written against a68c8cb (2026-12-07), before the minimum rule that followed it; not yet run on a GPU',
     'c1_runner_check_silenced.py': 'CPU: untimed (got through): Runner._check patched on __main__; thread + torch unseen',
     'c1_guard_violations_cleared.py': 'CPU: repair (got through): guard.violations.clear() after a torch thread',
     'c1_oprecorder_blinded.py': 'CPU: repair (got through): OpRecorder.__enter__/__exit__ patched; full x.sum(1)',
@@ -191,14 +201,31 @@ _GPU_OVERRIDES = {
     # weights of 10.1 GB (twice the input): the kept shared copy moves 10 GB from the candidate's ledger to the judge's
     "c10_kept_state_ledger.py": Problem.file(PROBLEMS / "layernorm_kb.py",
                                              shape={"BATCH_SIZE": 1, "FEATURES": 64, "DIM1": 4096, "DIM2": 4800}),
+    # the c11 shapes are each card's edge (80 GB H100, 141 GB H200): where the judge's need at a check
+    # plus the old fair share is over the device while an honest candidate still fits beside it
+    "c11_softmax_fp64_window.py": {"h100": Problem.op("softmax", rows=44032, cols=65536),
+                                   "h200": Problem.op("softmax", rows=77824, cols=65536)},
+    "c11_rowsum_grab_all.py": {"h100": Problem.op("rowsum", rows=98304, cols=65536),
+                               "h200": Problem.op("rowsum", rows=172032, cols=65536)},
+    "c11_sum_prefootprint_floor.py": {"h100": Problem.op("sum", batch=96, dim1=16384, dim2=4096),
+                                      "h200": Problem.op("sum", batch=168, dim1=16384, dim2=4096)},
+    "c11_cached_unseen_peak.py": Problem.op("softmax", rows=16384, cols=65536),
 }
+
+
+def card() -> str:
+    """``h200`` on a card of over 100 GiB, else ``h100``: the c11 shapes are the card's edge."""
+    import torch
+
+    return "h200" if torch.cuda.get_device_properties(0).total_memory > (100 << 30) else "h100"
 
 
 def gpu_problem(problem: Problem, name: str | None = None) -> Problem:
     """The shape a case is screened at on a GPU: catalogue ops at 4096 x 4096, KernelBench files at
     their shipped shape (except the interpreter-limit case, which keeps its own)."""
     if name in _GPU_OVERRIDES:
-        return _GPU_OVERRIDES[name]
+        chosen = _GPU_OVERRIDES[name]
+        return chosen[card()] if isinstance(chosen, dict) else chosen
     if problem.kind == "reference_op":
         return _GPU_SHAPES.get(problem.name, problem)
     if problem is KB_SOFTMAX_OVER_LIMIT:

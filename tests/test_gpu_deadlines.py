@@ -133,3 +133,17 @@ def test_an_output_dominant_problem_stays_within_the_memory_budget():
     assert verdict.status is not Status.reject, verdict.summary
     assert verdict.memory is not None, verdict.summary
     assert verdict.memory.gate_over_footprint() <= 3.0, verdict.memory.model_dump()
+
+
+def test_an_honest_softmax_whose_output_is_over_an_eighth_of_the_device_is_not_blamed_for_the_calibrations_buffer():
+    """Red team c11_honest_calibration_frame: the calibration's output-sized buffer, made in the
+    candidate's process before its load, counted as the candidate's memory in the first trial (over
+    an eighth of the device before the footprint was known): a correct kernel rejected
+    out_of_memory. The shapes are each card's edge, where the judge's fp64 output meets the buffer."""
+    import torch
+
+    rows = 83968 if torch.cuda.get_device_properties(0).total_memory > (100 << 30) else 47104
+    source = (FIXTURES / "softmax_online_honest.py").read_text()
+    verdict = screen(Candidate(source=source, entry="kernel", name="softmax_online_honest"), Problem.op("softmax", rows=rows, cols=65536))
+    assert verdict.reason is not Reason.out_of_memory, verdict.summary
+    assert verdict.status is not Status.reject, verdict.summary

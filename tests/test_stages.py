@@ -218,7 +218,7 @@ def test_a_judge_crowded_out_by_the_candidates_memory_is_a_reject_naming_both():
 
     gb = 10 ** 9
     device = 80 * gb
-    failure = crowded_out(_cuda_oom(), "numerics", candidate_peak=60 * gb, footprint=2 * gb, judge_peak=9 * gb,
+    failure = crowded_out(_cuda_oom(), "numerics", candidate_held=60 * gb, footprint=2 * gb, judge_peak=9 * gb,
                           device_bytes=device)
     assert failure is not None and failure.failure.reason is Reason.out_of_memory
     message = failure.failure.message
@@ -227,12 +227,12 @@ def test_a_judge_crowded_out_by_the_candidates_memory_is_a_reject_naming_both():
     try:
         raise ProblemError("the problem's inputs could not be made: OutOfMemoryError") from _cuda_oom()
     except ProblemError as wrapped:
-        assert crowded_out(wrapped, "numerics", candidate_peak=60 * gb, footprint=2 * gb, judge_peak=0,
+        assert crowded_out(wrapped, "numerics", candidate_held=60 * gb, footprint=2 * gb, judge_peak=0,
                            device_bytes=device) is not None
     at_limit = CROWDING_FACTOR * 4 * gb  # at the factor, with no sizes to weigh a fair share against
-    assert crowded_out(torch.OutOfMemoryError("CUDA out of memory."), "numerics", candidate_peak=at_limit,
+    assert crowded_out(torch.OutOfMemoryError("CUDA out of memory."), "numerics", candidate_held=at_limit,
                        footprint=4 * gb, judge_peak=0, device_bytes=device) is None
-    unknown = crowded_out(_cuda_oom(), "numerics", candidate_peak=60 * gb, footprint=0, judge_peak=0, device_bytes=device)
+    unknown = crowded_out(_cuda_oom(), "numerics", candidate_held=60 * gb, footprint=0, judge_peak=0, device_bytes=device)
     assert unknown is not None and "footprint not yet known" in unknown.failure.message
 
 
@@ -241,7 +241,7 @@ def test_a_small_problems_candidate_holding_a_cuda_context_is_not_crowding():
     from kernelgate.worker.stages import crowded_out
 
     gb = 10 ** 9
-    assert crowded_out(_cuda_oom(), "numerics", candidate_peak=int(0.6 * gb), footprint=10 ** 7, judge_peak=0,
+    assert crowded_out(_cuda_oom(), "numerics", candidate_held=int(0.6 * gb), footprint=10 ** 7, judge_peak=0,
                        device_bytes=80 * gb) is None
 
 
@@ -256,7 +256,7 @@ def test_a_judge_out_of_memory_otherwise_stays_a_fault_of_the_gate(candidate_pea
     from kernelgate.worker.stages import crowded_out
 
     exc = _cuda_oom() if error == "oom" else ProblemError("the reference failed: ValueError")
-    assert crowded_out(exc, "numerics", candidate_peak=candidate_peak, footprint=footprint, judge_peak=0,
+    assert crowded_out(exc, "numerics", candidate_held=candidate_peak, footprint=footprint, judge_peak=0,
                        device_bytes=80 * 10 ** 9) is None
 
 
@@ -272,64 +272,126 @@ def test_a_candidate_under_the_factor_that_leaves_the_judge_short_is_crowding_wh
     oom = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 24.00 GiB. GPU 0 has a total capacity of "
                                  "79.18 GiB of which 22.81 GiB is free. Including non-PyTorch memory, ...")
     held = int(43.76 * gib)
-    failure = crowded_out(oom, "numerics", candidate_peak=held, footprint=footprint, judge_peak=12 * gib,
+    failure = crowded_out(oom, "numerics", candidate_held=held, footprint=footprint, judge_peak=12 * gib,
                           device_bytes=int(79.18 * gib))
     assert failure is not None and failure.failure.reason is Reason.out_of_memory
     assert "would have fit had the candidate's process held" in failure.failure.message
     assert f"{FAIR_SHARE_FACTOR * footprint / 1e9:.2f} GB" in failure.failure.message
     too_big = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 60.00 GiB. GPU 0 has a total capacity "
                                      "of 79.18 GiB of which 2.00 GiB is free.")
-    assert crowded_out(too_big, "numerics", candidate_peak=held, footprint=footprint, judge_peak=0,
+    assert crowded_out(too_big, "numerics", candidate_held=held, footprint=footprint, judge_peak=0,
                        device_bytes=int(79.18 * gib)) is None
     nothing_free = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB. GPU 0 has a total "
                                           "capacity of 79.18 GiB of which 0 bytes is free.")  # c10_zero_bytes_free
-    assert crowded_out(nothing_free, "numerics", candidate_peak=int(47 * gib), footprint=footprint, judge_peak=0,
+    assert crowded_out(nothing_free, "numerics", candidate_held=int(47 * gib), footprint=footprint, judge_peak=0,
                        device_bytes=int(79.18 * gib)) is not None
     unsized = torch.OutOfMemoryError("CUDA out of memory.")
-    assert crowded_out(unsized, "numerics", candidate_peak=held, footprint=footprint, judge_peak=0,
+    assert crowded_out(unsized, "numerics", candidate_held=held, footprint=footprint, judge_peak=0,
                        device_bytes=int(79.18 * gib)) is None
-    fair_holder = crowded_out(oom, "numerics", candidate_peak=FAIR_SHARE_FACTOR * footprint, footprint=footprint,
+    fair_holder = crowded_out(oom, "numerics", candidate_held=FAIR_SHARE_FACTOR * footprint, footprint=footprint,
                               judge_peak=0, device_bytes=int(79.18 * gib))
     assert fair_holder is None
 
 
-@pytest.mark.parametrize("rows, judge_in_use_gib, free_mib, candidate_gib", [
-    (44032, 57.04, 1.38, 20.92),  # c10_zero_bytes_free, H100, 2026-12-07 (redteam_stream_h100.json)
-    (40960, 53.10, 9.44, 24.85),  # c10_fair_share_squeeze, same run
-])
-def test_a_large_problems_candidate_over_output_and_workspace_that_starves_a_judge_within_budget_is_crowding(
-        rows, judge_in_use_gib, free_mib, candidate_gib):
-    """Softmax over rows x 65536 fp32 on an H100: the footprint (input and output) is over a fifth of
-    the device, so twice it beside the judge's budget does not fit. The judge held less than its
-    budget and asked for 20 MiB; the candidate held far more than its output and a quarter of the
-    footprint as workspace: a reject. An honest candidate (its output and a CUDA context) is not."""
+GIB = 1 << 30
+H100 = int(79.18 * GIB)
+
+
+def _oom_message(request_gib: float, free_gib: float, judge_gib: float, candidate_gib: float) -> torch.OutOfMemoryError:
+    return torch.OutOfMemoryError(
+        f"CUDA out of memory. Tried to allocate {request_gib:.2f} GiB. GPU 0 has a total capacity of 79.18 GiB of "
+        f"which {free_gib:.2f} GiB is free. Including non-PyTorch memory, this process has {judge_gib:.2f} GiB memory "
+        f"in use. Process 7689 has {candidate_gib:.2f} GiB memory in use.")
+
+
+def _screen_sizes(*, footprint: int = 0, known: int = 0, output: int = 0, outputs=(), state: int = 0):
+    """The judge's budget and the candidate's minimum of a screen holding these sizes."""
     from types import SimpleNamespace
 
-    from kernelgate.worker.stages import WORKSPACE_SHARE, Screen, crowded_out
+    from kernelgate.worker.stages import Remote, Screen
 
-    gib, device = 1 << 30, int(79.18 * (1 << 30))
+    remote = Remote(SimpleNamespace())
+    remote._outputs = set(outputs)
+    screen = SimpleNamespace(footprint=footprint, known_bytes=known, output_bytes=output, reference_growth=0,
+                             reference64_growth=0, state_bytes=state, remote=remote)
+    return Screen.judge_budget(screen), Screen.candidate_minimum(screen)
+
+
+@pytest.mark.parametrize("case, rows, request_gib, free_gib, judge_gib, candidate_gib", [
+    # H100, 2026-12-07 (redteam_stream_h100.json): softmax over rows x 65536 fp32, the judge's 20 MiB refused
+    ("c10_zero_bytes_free", 44032, 20 / 1024, 1.38 / 1024, 57.04, 20.92),
+    ("c10_fair_share_squeeze", 40960, 20 / 1024, 9.44 / 1024, 53.10, 24.85),
+    # the red team of the rule (redteam_c11, not yet run on a GPU): trial 2's fp64 reference refused
+    # beside a candidate that took all but 2 GiB on its first call
+    ("c11_softmax_fp64_window", 44032, 21.5, 2.0, 44.0, 33.18),
+])
+def test_a_judge_within_its_budget_starved_by_a_candidate_over_its_minimum_is_crowding(
+        case, rows, request_gib, free_gib, judge_gib, candidate_gib):
+    """A footprint over about a fifth of an H100: twice it beside the judge does not fit, so the
+    share that weighs the candidate is its minimum (its output, a context) wherever the judge held
+    and asked for no more than its budget. An honest candidate (its output and a context) is not
+    crowding; a judge over its budget is the gate's own shortfall."""
+    from kernelgate.worker.stages import crowded_out
+
     output = rows * 65536 * 4
-    footprint = 2 * output
-    budget = Screen.judge_budget(SimpleNamespace(footprint=footprint, output_bytes=output, reference_growth=0,
-                                                 reference64_growth=0))
-    assert judge_in_use_gib * gib < budget < device  # the judge was within its budget
-    oom = torch.OutOfMemoryError(
-        f"CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.18 GiB of which "
-        f"{free_mib} MiB is free. Including non-PyTorch memory, this process has {judge_in_use_gib} GiB memory in "
-        f"use. Process 7689 has {candidate_gib} GiB memory in use.")
-    kwargs = dict(footprint=footprint, judge_peak=int(judge_in_use_gib * gib), device_bytes=device,
-                  output_bytes=output, judge_budget=budget)
-    failure = crowded_out(oom, "numerics", candidate_peak=int(candidate_gib * gib), **kwargs)
-    assert failure is not None and failure.failure.reason is Reason.out_of_memory
-    assert f"had the candidate's process held {(output + WORKSPACE_SHARE * footprint) / 1e9:.2f} GB" \
-        in failure.failure.message, failure.failure.message
-    honest = output + int(0.6 * gib)  # its output and a CUDA context
-    assert crowded_out(oom, "numerics", candidate_peak=honest, **kwargs) is None
-    # without the budget (not known), or with a judge over it, the fair share stays twice the footprint
-    assert crowded_out(oom, "numerics", candidate_peak=int(candidate_gib * gib), **{**kwargs, "judge_budget": 0}) is None
-    greedy_judge = torch.OutOfMemoryError(str(oom).replace(f"has {judge_in_use_gib} GiB",
-                                                                f"has {budget / gib + 1:.2f} GiB"))
-    assert crowded_out(greedy_judge, "numerics", candidate_peak=int(candidate_gib * gib), **kwargs) is None
+    budget, minimum = _screen_sizes(footprint=2 * output, output=output, outputs={output})
+    assert (judge_gib + request_gib) * GIB <= budget
+    oom = _oom_message(request_gib, free_gib, judge_gib, candidate_gib)
+    sizes = dict(footprint=2 * output, judge_peak=int(judge_gib * GIB), device_bytes=H100, candidate_minimum=minimum,
+                 judge_budget=budget)
+    failure = crowded_out(oom, "numerics", candidate_held=int(candidate_gib * GIB), **sizes)
+    assert failure is not None and failure.failure.reason is Reason.out_of_memory, case
+    assert f"had the candidate's process held {minimum / 1e9:.2f} GB" in failure.failure.message
+    assert crowded_out(oom, "numerics", candidate_held=output + int(0.6 * GIB), **sizes) is None
+    assert crowded_out(oom, "numerics", candidate_held=int(candidate_gib * GIB), **{**sizes, "judge_budget": 0}) is None
+    over_budget = _oom_message(request_gib, free_gib, budget / GIB + 1, candidate_gib)
+    assert crowded_out(over_budget, "numerics", candidate_held=int(candidate_gib * GIB), **sizes) is None
+
+
+def test_before_its_first_call_a_candidate_holding_more_than_its_state_and_a_context_is_crowding():
+    """Red team c11_sum_prefootprint_floor: a 24 GiB input, the first trial's reference (the fp64
+    input, 48 GiB) refused beside a candidate holding just under an eighth of the device from its
+    import, before the output (and so the footprint) is known. From the inputs alone the judge was
+    within its budget, and beside a candidate of only a context it would have fit."""
+    from kernelgate.worker.stages import crowded_out
+
+    inputs = 96 * 16384 * 4096 * 4
+    budget, minimum = _screen_sizes(known=inputs)
+    assert minimum == GIB  # no call yet: a context, no output
+    oom = _oom_message(48.0, 44.78, 25.0, 9.4)
+    sizes = dict(footprint=inputs, judge_peak=25 * GIB, device_bytes=H100, candidate_minimum=minimum, judge_budget=budget)
+    assert crowded_out(oom, "numerics", candidate_held=int(9.4 * GIB), **sizes) is not None
+    assert crowded_out(oom, "numerics", candidate_held=int(0.6 * GIB), **sizes) is None
+
+
+def test_the_candidates_minimum_counts_what_the_harness_made_it_hold_until_its_cache_is_freed():
+    """The probes' kept outputs, those let go of and the sizes of its outputs stay the harness's
+    (an honest candidate's allocator keeps them cached) until a free_cache ping; its copy of the
+    state and a context always."""
+    from types import SimpleNamespace
+
+    from kernelgate.worker.stages import CONTEXT_BYTES, Remote
+
+    remote = Remote(SimpleNamespace())
+    assert remote.harness_bytes == 0
+    remote._kept = {1: 100, 2: 100, 3: 100}
+    remote._outputs = {100, 250}
+    assert remote.harness_bytes == 650
+    remote._recopied += remote._kept.pop(1) + remote._kept.pop(2)  # what recopy(1, forget=(2,)) does
+    assert remote.harness_bytes == 650
+    _, minimum = _screen_sizes(state=5000, outputs={100})
+    assert minimum == 5000 + 100 + CONTEXT_BYTES
+
+
+def test_a_library_out_of_memory_that_is_not_torchs_error_is_weighed_too():
+    """cuBLAS's handle or workspace refused (a RuntimeError, not torch.OutOfMemoryError) beside a
+    hoarding candidate: crowding like torch's own; another runtime error is not."""
+    from kernelgate.worker.stages import crowded_out
+
+    sizes = dict(footprint=2 * 10 ** 9, judge_peak=0, device_bytes=80 * 10 ** 9)
+    blas = RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`")
+    assert crowded_out(blas, "numerics", candidate_held=60 * 10 ** 9, **sizes) is not None
+    assert crowded_out(RuntimeError("shape mismatch"), "numerics", candidate_held=60 * 10 ** 9, **sizes) is None
 
 
 def test_a_calibration_that_fails_before_the_candidate_is_loaded_is_a_fault_of_the_gate():
@@ -349,3 +411,13 @@ def test_a_calibration_that_fails_before_the_candidate_is_loaded_is_a_fault_of_t
     with pytest.raises(WorkerError, match="before the candidate was loaded.*out of memory"):
         Screen.calibrate(screen)
     Screen.calibrate(SimpleNamespace(cuda=False, _calibrate=refused))  # no GPU: nothing to calibrate
+
+
+def test_the_red_teams_honest_online_softmax_is_correct_on_the_cpu():
+    """The kernel of the GPU test on the calibration's buffer (test_gpu_deadlines.py) is honest."""
+    from kernelgate import Candidate, Problem, Status, screen
+    from tests.conftest import FIXTURES
+
+    source = (FIXTURES / "softmax_online_honest.py").read_text()
+    verdict = screen(Candidate(source=source, entry="kernel", name="softmax_online_honest"), Problem.op("softmax", rows=16, cols=300))
+    assert verdict.status is not Status.reject and verdict.numerics.passed, verdict.summary

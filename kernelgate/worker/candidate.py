@@ -162,6 +162,9 @@ class Runner:
 
         torch = self.torch
         self.calibration_out = None
+        if self.cuda:  # the calibration's output-sized buffer is the harness's, not the candidate's memory
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
         self.plugin = get_plugin(req["dsl"])
         _limit(req["limits"], torch)
         use_compile_cache(req["compile_cache"], req["compile_cache_dir"], self.workdir)
@@ -263,6 +266,7 @@ class Runner:
             reply["copied"] = self._copy_out(out, req["out"])
         if self.cuda:
             reply["peak_bytes"] = int(torch.cuda.max_memory_allocated())
+            reply["held_bytes"] = int(torch.cuda.memory_reserved())
         return reply
 
     def _timed(self, inputs: list, timed: dict, recorder, reply: dict, fn=None):
@@ -370,7 +374,7 @@ class Runner:
         allocator would otherwise keep the outputs it let go of reserved)."""
         if req.get("free_cache") and self.cuda:
             self.torch.cuda.empty_cache()
-        return {"type": "call"}
+        return {"type": "call", "held_bytes": int(self.torch.cuda.memory_reserved())} if self.cuda else {"type": "call"}
 
     def recopy(self, req: dict) -> dict:
         """Copy a kept output into the judge's slot again; it is read once, so it is let go of then,

@@ -41,6 +41,11 @@ START_GATE = "KERNELGATE_START_GATE"
 a go-ahead before creating its CUDA context (and letting its candidate process create one)."""
 
 
+OOM_TEXTS = ("out of memory", "alloc_failed")
+"""How an allocation the device refused reads in an error's text, torch's or a library's
+(``CUBLAS_STATUS_ALLOC_FAILED``): the judge weighs it (``stages.crowded_out``), the pool runs it again alone."""
+
+
 class TensorRef(Model):
     """A tensor both processes map: where it lives and how to view it."""
 
@@ -100,7 +105,10 @@ class CallReply(Model):
     profile: tuple[float, list[str]] | None = None
     """Profiled calls: the share of device time outside the candidate's own kernels, and the top ones."""
     peak_bytes: int | None = None
-    """``torch.cuda.max_memory_allocated`` of the candidate's process so far."""
+    """``torch.cuda.max_memory_allocated`` of the candidate's process since its load."""
+    held_bytes: int | None = None
+    """``torch.cuda.memory_reserved`` of the candidate's process as it replied: what its allocator
+    holds now (a claim; the driver's count, where there is one, is the judge's own evidence)."""
     compile_seconds: dict[str, float] = Field(default_factory=dict)
     runner_ms: float | None = None
     """Host time the candidate's process says it spent on the request (diagnosis only)."""

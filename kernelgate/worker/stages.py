@@ -55,7 +55,7 @@ from kernelgate.numerics import changed_inputs, check_trial_output, expect, same
 from kernelgate.problems import DISTRIBUTIONS, BuiltProblem, build_problem, randomize_state
 from kernelgate.timing import L2_FLUSH_BYTES, l2_flush_buffer, time_library_alone, time_split
 from kernelgate.worker.link import CandidateProcess, Unanswered
-from kernelgate.worker.protocol import CallReply, SharedSpace, encode_value, ref_key
+from kernelgate.worker.protocol import OOM_TEXTS, CallReply, SharedSpace, encode_value, ref_key
 
 __all__ = ["evaluate", "CandidateFailure"]
 
@@ -109,19 +109,18 @@ FAIR_SHARE_FACTOR = 2
 """Under ``CROWDING_FACTOR``, the candidate crowded the judge out too where the judge's failed
 request would have fit had the candidate's process held only its fair share: this many times the
 footprint, or ``CROWDING_FLOOR_SHARE`` of the device where that is more (the sizes from the CUDA
-error: the request, the memory free). Otherwise the judge's shortfall is the gate's own fault."""
+error: the request, the memory free). Where the judge held and asked for no more than its own
+budget (``Screen.judge_budget``), that share is the candidate's minimum instead
+(``Screen.candidate_minimum``: its copy of the state, the outputs the harness keeps in its process,
+its output once forward has run, and a context): a judge within its budget that a candidate holding
+only that would have left room for was crowded out by the rest. Otherwise the judge's shortfall is
+the gate's own fault."""
 CROWDING_FLOOR_SHARE = 1 / 8
 """...and never less than this share of the device: a CUDA context alone is about 0.5 GB, many
 times a small problem's footprint. Before the footprint is known (the first trial), the floor alone."""
-WORKSPACE_SHARE = 1 / 4
-"""A large problem's fair share is smaller where the judge asked for no more than its own budget
-(``MEMORY_BUDGET_FACTOR`` times the footprint beyond the reference's own, and a CUDA context,
-``JUDGE_CONTEXT_BYTES``): the output and this share of the footprint as workspace, never under the
-floor. Without it, a candidate under twice the footprint could leave a judge within its budget
-short wherever the two do not fit the device together (on an H100, footprints over about a fifth
-of it: the red team's ``c10_zero_bytes_free`` and ``c10_fair_share_squeeze``)."""
-JUDGE_CONTEXT_BYTES = 1 << 30
-"""The judge's CUDA context and library workspaces, beside its tensors, in its budget."""
+CONTEXT_BYTES = 1 << 30
+"""A process's CUDA context and library workspaces, beside its tensors: in the judge's budget and
+in the candidate's minimum."""
 
 _OOM_SIZES = re.compile(r"Tried to allocate ([0-9.]+) (bytes|[KMGT]iB)\b.*? of which ([0-9.]+) (bytes|[KMGT]iB) is free")
 _OOM_IN_USE = re.compile(r"this process has ([0-9.]+) (bytes|[KMGT]iB) memory in use")
@@ -143,6 +142,16 @@ def _oom_in_use(error: BaseException) -> int | None:
     return int(float(found.group(1)) * _UNITS[found.group(2)]) if found and found.group(2) in _UNITS else None
 
 
+def _out_of_memory(exc: BaseException) -> BaseException | None:
+    """The CUDA out-of-memory error behind ``exc`` (itself, or what a problem step wrapped): torch's,
+    or a runtime error that says so (a library's handle or workspace, a kernel's launch)."""
+    for error in (exc, exc.__cause__):
+        if isinstance(error, torch.OutOfMemoryError) or (
+                isinstance(error, RuntimeError) and any(t in str(error).lower() for t in OOM_TEXTS)):
+            return error
+    return None
+
+
 class CandidateFailure(Exception):
     """Ends the screen with a reject reason."""
 
@@ -151,35 +160,35 @@ class CandidateFailure(Exception):
         self.failure = Failure(reason=reason, message=message, stage=stage)
 
 
-def crowded_out(exc: BaseException, stage: str, *, candidate_peak: int | None, footprint: int,
-                judge_peak: int, device_bytes: int, output_bytes: int = 0,
-                judge_budget: int = 0) -> CandidateFailure | None:
+def crowded_out(exc: BaseException, stage: str, *, candidate_held: int | None, footprint: int,
+                judge_peak: int, device_bytes: int, candidate_minimum: int = 0, judge_budget: int = 0,
+                judge_held: int = 0) -> CandidateFailure | None:
     """The judge's own allocation failed (``exc``, a CUDA out-of-memory error, or one a problem's
     input or reference step wrapped): a reject when the candidate's process holds over
     ``CROWDING_FACTOR`` times the footprint and ``CROWDING_FLOOR_SHARE`` of the device, or over its
     fair share (``FAIR_SHARE_FACTOR``; where the judge held and asked for no more than
-    ``judge_budget`` bytes, at most the output and ``WORKSPACE_SHARE``) where the request would have
-    fit beside that share; else None (a fault of the gate, which the pool retries alone)."""
-    cause = exc if isinstance(exc, torch.OutOfMemoryError) else exc.__cause__
-    if not isinstance(cause, torch.OutOfMemoryError) or not candidate_peak:
+    ``judge_budget`` bytes, ``candidate_minimum``) where the request would have fit beside that
+    share; else None (a fault of the gate, which the pool retries alone). ``judge_held`` stands in
+    for what the judge held where the error does not say."""
+    cause = _out_of_memory(exc)
+    if cause is None or not candidate_held:
         return None
     floor = device_bytes * CROWDING_FLOOR_SHARE
-    fair = max(FAIR_SHARE_FACTOR * footprint, floor)
+    share = max(FAIR_SHARE_FACTOR * footprint, floor)
     sizes = _oom_sizes(cause)
-    in_use = _oom_in_use(cause)
-    if sizes is not None and in_use is not None and footprint and output_bytes and judge_budget \
-            and in_use + sizes[0] <= judge_budget:  # the judge stayed within its budget
-        fair = min(fair, max(output_bytes + WORKSPACE_SHARE * footprint, floor))
-    would_fit = sizes is not None and candidate_peak > fair and sizes[0] <= sizes[1] + candidate_peak - fair
-    if candidate_peak <= max(CROWDING_FACTOR * footprint, floor) and not would_fit:
+    in_use = _oom_in_use(cause) or judge_held
+    if sizes is not None and candidate_minimum and judge_budget and in_use and in_use + sizes[0] <= judge_budget:
+        share = candidate_minimum  # the judge stayed within its budget
+    would_fit = sizes is not None and candidate_held > share and sizes[0] <= sizes[1] + candidate_held - share
+    if candidate_held <= max(CROWDING_FACTOR * footprint, floor) and not would_fit:
         return None
     first = ". ".join(str(cause).split(". ")[:2])  # "CUDA out of memory. Tried to allocate N GiB"
-    share = (f", {candidate_peak / footprint:.1f}x the problem's footprint ({footprint / 1e9:.2f} GB;" if footprint
-             else " (the footprint not yet known;")
-    fit = (f"; it would have fit had the candidate's process held {fair / 1e9:.2f} GB" if would_fit else "")
+    of_footprint = (f", {candidate_held / footprint:.1f}x the problem's footprint ({footprint / 1e9:.2f} GB;"
+                    if footprint else " (the footprint not yet known;")
+    fit = (f"; it would have fit had the candidate's process held {share / 1e9:.2f} GB" if would_fit else "")
     return CandidateFailure(Reason.out_of_memory, (
         f"the judge could not get the GPU memory it needed ({first}) while the candidate's process held "
-        f"{candidate_peak / 1e9:.2f} GB{share} the judge's own peak so far {judge_peak / 1e9:.2f} GB){fit}: "
+        f"{candidate_held / 1e9:.2f} GB{of_footprint} the judge's own peak so far {judge_peak / 1e9:.2f} GB){fit}: "
         "free what forward does not need"), stage)
 
 
@@ -198,11 +207,8 @@ def evaluate(job, workdir: Path, emit: Callable[[str, Measurement | None], None]
             run()
     except CandidateFailure as failure:
         screen.m.failure = failure.failure
-    except (torch.OutOfMemoryError, ProblemError) as exc:
-        crowded = crowded_out(exc, stage, candidate_peak=screen.candidate_gpu_bytes(), footprint=screen.footprint,
-                              judge_peak=max(screen.judge_peak, screen._peak_carry),
-                              device_bytes=torch.cuda.get_device_properties(screen.device).total_memory
-                              if screen.cuda else 0, output_bytes=screen.output_bytes, judge_budget=screen.judge_budget())
+    except (RuntimeError, ProblemError) as exc:  # torch.OutOfMemoryError is a RuntimeError
+        crowded = screen.crowded_out(exc, stage)
         if crowded is None:
             raise
         screen.m.failure = crowded.failure
@@ -238,6 +244,10 @@ class Screen:
         self.ref_err = 0.0
         """The library's own normalized error in the trials (its imprecision sets the recheck's slack)."""
         self.footprint = 0
+        self.known_bytes = 0
+        """Before the footprint is known (the first trial's reference): the inputs and the state."""
+        self.state_bytes = 0
+        """The reference's parameters and buffers, which the candidate's module copies at its load."""
         self.output_bytes = 0
         self.phase_peaks: dict[str, int] = {}
         self.judge_peak = 0
@@ -296,19 +306,39 @@ class Screen:
             self.remote.drop_released(stage, free_cache=True)
             self._free_cache(self.footprint)
 
+    def crowded_out(self, exc: BaseException, stage: str) -> CandidateFailure | None:
+        """``crowded_out`` with what this screen knows: the reject where the candidate's process took
+        the memory the judge's failed allocation needed, else None."""
+        cuda = self.cuda
+        return crowded_out(exc, stage, candidate_held=self.candidate_gpu_bytes(),
+                           footprint=self.footprint or self.known_bytes,
+                           judge_peak=max(self.judge_peak, self._peak_carry),
+                           device_bytes=torch.cuda.get_device_properties(self.device).total_memory if cuda else 0,
+                           candidate_minimum=self.candidate_minimum(), judge_budget=self.judge_budget(),
+                           judge_held=torch.cuda.memory_reserved() + CONTEXT_BYTES if cuda else 0)
+
     def judge_budget(self) -> int:
         """The most the judge may hold: ``MEMORY_BUDGET_FACTOR`` times the footprint beyond the
-        reference's own memory (its inputs, parameters and growth, in fp32 and fp64), and a context."""
-        if not self.footprint:
+        reference's own memory (its inputs, parameters and growth, in fp32 and fp64), and a context.
+        Before the output is known (the first trial's reference), from the inputs and the state."""
+        footprint = self.footprint or self.known_bytes
+        if not footprint:
             return 0
-        reference_own = self.footprint - self.output_bytes + self.reference_growth + self.reference64_growth
-        return MEMORY_BUDGET_FACTOR * self.footprint + reference_own + JUDGE_CONTEXT_BYTES
+        reference_own = footprint - self.output_bytes + self.reference_growth + self.reference64_growth
+        return MEMORY_BUDGET_FACTOR * footprint + reference_own + CONTEXT_BYTES
+
+    def candidate_minimum(self) -> int:
+        """What an honest candidate's process holds between calls: its copy of the reference's state,
+        what the harness made it hold (``Remote.harness_bytes``: its outputs, kept or cached by its
+        allocator), and a context."""
+        return self.state_bytes + self.remote.harness_bytes + CONTEXT_BYTES
 
     def candidate_gpu_bytes(self) -> int | None:
-        """The most GPU memory the candidate's process is known to hold: its allocator's peak (from its
-        replies) or what the driver counts for it now, whichever is larger."""
+        """The GPU memory the candidate's process holds now: what the driver counts for it, or what its
+        allocator held at its last reply, whichever is larger (its peak is not what it holds: the
+        harness's buffers of earlier calls went back to the device)."""
         pid = getattr(getattr(self.link, "proc", None), "pid", None) if self.cuda else None
-        known = [b for b in (self.remote.peak_bytes, process_gpu_bytes(pid) if pid else None) if b]
+        known = [b for b in (self.remote.held_bytes, process_gpu_bytes(pid) if pid else None) if b]
         return max(known) if known else None
 
     def _carry_peaks(self) -> None:
@@ -457,7 +487,7 @@ class Screen:
         # budget of a problem whose weights are most of its footprint; a module that kept the shared
         # tensors instead keeps their memory mapped, and the block is not reused while it does)
         self.remote.release(shared_state.values())
-        state_bytes = _nbytes(*shared_state.values())
+        self.state_bytes = state_bytes = _nbytes(*shared_state.values())
         del shared_state
         if state_bytes > self.opts.keep_alive_bytes:
             self.remote.drop_released("load")
@@ -630,6 +660,8 @@ class Screen:
                 return self._static_only(inputs, f"problem too large for the Triton interpreter ({count:,} input "
                                                  f"elements > {opts.interpreter_max_elements:,}): numerics not "
                                                  "checked, static checks only; screen a smaller shape or on a GPU")
+            if index == 0:
+                self.known_bytes = _nbytes(*inputs) + self.state_bytes
             if index == 0:  # the FLOP count runs the reference once more: before the expected outputs are held
                 with contextlib.suppress(RuntimeError, ValueError, TypeError, IndexError):  # expected() says why
                     m.cost = problem.cost([x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
@@ -837,6 +869,9 @@ class Screen:
             inputs = self.inputs("normal", neighbour)
             ref, ref64, tol = self._probe_expected(inputs, neighbour)
         except Exception as exc:
+            crowded = self.crowded_out(exc, "probes")  # a squeeze here must not skip the check unseen
+            if crowded is not None:
+                raise crowded from None
             self.m.notes.append(f"another shape not built ({type(exc).__name__}); shape specialization not checked")
             return
         label = ", ".join(f"{k}={v}" for k, v in neighbour_spec.shape.items())
@@ -1166,6 +1201,11 @@ class Remote:
     def __init__(self, screen: Screen) -> None:
         self.screen = screen
         self.peak_bytes: int | None = None
+        self.held_bytes: int | None = None
+        """What the candidate's process said its allocator held at its last reply."""
+        self._kept: dict[int, int] = {}  # slot -> bytes of the output the candidate's process keeps for it
+        self._recopied = 0  # bytes of kept outputs let go of since its allocator last freed its cache
+        self._outputs: set[int] = set()  # sizes of its outputs since then (a same-sized block is reused)
         self.compile_seconds: dict[str, float] = {}
         self._refs: dict[int, tuple[torch.Tensor, dict]] = {}
         self._release_keys: list[str] = []
@@ -1197,6 +1237,8 @@ class Remote:
         ``free_cache``: that process also hands its own freed blocks back to the device."""
         if self._release_keys or free_cache:
             self.ask({"type": "ping", "free_cache": free_cache}, stage, deadline_s=self.screen.call_deadline_s)
+        if free_cache:
+            self._recopied, self._outputs = 0, set()
 
     def ask(self, request: dict, stage: str, *, deadline_s: float,
             on_slow: tuple[float, Callable[[], None]] | None = None):
@@ -1218,6 +1260,8 @@ class Remote:
             del released
             if screen.cuda:
                 torch.cuda.ipc_collect()
+        if getattr(reply, "held_bytes", None) is not None:
+            self.held_bytes = reply.held_bytes
         return reply
 
     def call(self, inputs: list, like: torch.Tensor | None, stage: str, label: str, *, record: bool = False,
@@ -1236,6 +1280,10 @@ class Remote:
         if out is not None:
             request["out"] = self.arg(out)["ref"]
         reply = self.ask(request, stage, deadline_s=screen.call_deadline_s)
+        if kind != "calibrate" and out is not None:  # the candidate's own output, copied into the slot
+            self._outputs.add(out.numel() * out.element_size())
+        if slot is not None and like is not None and reply.error is None and reply.violation is None:
+            self._kept[slot] = like.numel() * like.element_size()
         self._absorb(reply)
         self.raise_for(reply, stage)
         return out, reply
@@ -1267,6 +1315,8 @@ class Remote:
         out = self.slot(like)
         reply = self.ask({"type": "recopy", "slot": slot, "out": self.arg(out)["ref"], "when": when,
                           "forget": list(forget)}, stage, deadline_s=self.screen.call_deadline_s)
+        for gone in (slot, *forget):
+            self._recopied += self._kept.pop(gone, 0)
         self.raise_for(reply, stage)
         return out
 
@@ -1275,6 +1325,12 @@ class Remote:
         out = self.screen.space.empty(like.shape, like.dtype)
         out.fill_(float("nan") if like.is_floating_point() else -1)
         return out
+
+    @property
+    def harness_bytes(self) -> int:
+        """What the harness made the candidate's process hold: the outputs it keeps for the probes'
+        slots, those let go of and the sizes of its outputs, until its allocator frees its cache."""
+        return sum(self._kept.values()) + self._recopied + sum(self._outputs)
 
     def _absorb(self, reply: CallReply) -> None:
         if reply.peak_bytes is not None:

@@ -50,7 +50,7 @@ from kernelgate.errors import ProblemError, WorkerError
 from kernelgate.models import Candidate, Failure, Measurement, Problem, Reason
 from kernelgate.turns import GpuTurns
 from kernelgate.worker import stacks
-from kernelgate.worker.protocol import START_GATE
+from kernelgate.worker.protocol import OOM_TEXTS, START_GATE
 
 __all__ = ["ScreenOptions", "Job", "WorkerResult", "Worker", "WorkerPool", "TurnPool", "default_pool",
            "child_environment", "default_host_memory_mb"]
@@ -678,7 +678,7 @@ class TurnPool:
         try:
             result = self._attempt(job, alone=False)
         except WorkerError as exc:  # the judge itself ran out of GPU memory beside other jobs' processes
-            if "out of memory" not in str(exc).lower():
+            if not any(text in str(exc).lower() for text in OOM_TEXTS):
                 raise
             result = None
         failure = result.measurement.failure if result is not None else None
