@@ -194,6 +194,8 @@ class Runner:
         violation = self._check("after construction")
         if violation:
             reply["violation"] = violation
+        if self.cuda:  # what its import and construction left held (a hoard before the first call)
+            reply["held_bytes"] = int(torch.cuda.memory_reserved())
         return reply
 
     def _build(self, entry, req: dict):

@@ -125,6 +125,8 @@ class LoadReply(Model):
     cpu_numerics: bool = True
     """The DSL's kernels can run without a GPU (Triton's interpreter)."""
     versions: dict[str, str] = Field(default_factory=dict)
+    held_bytes: int | None = None
+    """As ``CallReply.held_bytes``, after the candidate's import and construction."""
 
 
 class ArtifactsReply(Model):
