@@ -421,3 +421,18 @@ def test_the_red_teams_honest_online_softmax_is_correct_on_the_cpu():
     source = (FIXTURES / "softmax_online_honest.py").read_text()
     verdict = screen(Candidate(source=source, entry="kernel", name="softmax_online_honest"), Problem.op("softmax", rows=16, cols=300))
     assert verdict.status is not Status.reject and verdict.numerics.passed, verdict.summary
+
+
+def test_a_large_problems_numerics_and_probes_calls_free_the_candidates_cache_and_its_timed_calls_do_not():
+    """Its temporaries, freed into its allocator's cache, would otherwise sit beside the judge's
+    next allocation and count against its minimum."""
+    from types import SimpleNamespace
+
+    from kernelgate.worker.stages import Screen
+
+    def frees(stage: str, footprint: int, cuda: bool = True) -> bool:
+        screen = SimpleNamespace(cuda=cuda, footprint=footprint, opts=SimpleNamespace(keep_alive_bytes=512 << 20))
+        return Screen.frees_cache_after(screen, stage)
+
+    assert frees("numerics", 6 << 30) and frees("probes", 6 << 30)
+    assert not frees("timing", 6 << 30) and not frees("numerics", 64 << 20) and not frees("numerics", 6 << 30, cuda=False)

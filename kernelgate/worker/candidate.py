@@ -259,14 +259,16 @@ class Runner:
         violation = self._check(req.get("when", "after a call")) if req.get("guard", True) else None
         if violation:
             reply["violation"] = violation
-        if "error" in reply or "violation" in reply or req.get("profile") or req.get("dry"):
-            return reply
-        reply["meta"] = _meta(out, torch)
-        if req.get("slot") is not None:
-            self.kept[req["slot"]] = out
-        if req.get("out") is not None:
-            reply["copied"] = self._copy_out(out, req["out"])
+        if not ("error" in reply or "violation" in reply or req.get("profile") or req.get("dry")):
+            reply["meta"] = _meta(out, torch)
+            if req.get("slot") is not None:
+                self.kept[req["slot"]] = out
+            if req.get("out") is not None:
+                reply["copied"] = self._copy_out(out, req["out"])
+        out = None  # a kept slot holds its own reference
         if self.cuda:
+            if req.get("free_cache"):  # a large problem's check comes next: only what the module keeps stays held
+                torch.cuda.empty_cache()
             reply["peak_bytes"] = int(torch.cuda.max_memory_allocated())
             reply["held_bytes"] = int(torch.cuda.memory_reserved())
         return reply

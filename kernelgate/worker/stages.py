@@ -178,7 +178,7 @@ def crowded_out(exc: BaseException, stage: str, *, candidate_held: int | None, f
     sizes = _oom_sizes(cause)
     in_use = _oom_in_use(cause) or judge_held
     if sizes is not None and candidate_minimum and judge_budget and in_use and in_use + sizes[0] <= judge_budget:
-        share = candidate_minimum  # the judge stayed within its budget
+        share = min(share, candidate_minimum)  # the judge stayed within its budget
     would_fit = sizes is not None and candidate_held > share and sizes[0] <= sizes[1] + candidate_held - share
     if candidate_held <= max(CROWDING_FACTOR * footprint, floor) and not would_fit:
         return None
@@ -316,6 +316,12 @@ class Screen:
                            device_bytes=torch.cuda.get_device_properties(self.device).total_memory if cuda else 0,
                            candidate_minimum=self.candidate_minimum(), judge_budget=self.judge_budget(),
                            judge_held=torch.cuda.memory_reserved() + CONTEXT_BYTES if cuda else 0)
+
+    def frees_cache_after(self, stage: str) -> bool:
+        """Whether the candidate's process hands its allocator's cache back after a call: a large
+        problem's numerics and probes, where the judge allocates between calls. Its temporaries then
+        cost it nothing in ``candidate_minimum``; the timed calls keep their cache."""
+        return self.cuda and stage in ("numerics", "probes") and self.footprint > self.opts.keep_alive_bytes
 
     def judge_budget(self) -> int:
         """The most the judge may hold: ``MEMORY_BUDGET_FACTOR`` times the footprint beyond the
@@ -1274,7 +1280,7 @@ class Remote:
         screen = self.screen
         request = {"type": kind, "inputs": [self.arg(x) for x in inputs], "when": f"after {label}",
                    "record": record, "poison": poison, "slot": slot, "profile": profile, "dry": dry, "timed": timed,
-                   "guard": guard}
+                   "guard": guard, "free_cache": screen.frees_cache_after(stage)}
         if out is None and like is not None:
             out = self.slot(like)
         if out is not None:
