@@ -309,6 +309,8 @@ class Screen:
     def crowded_out(self, exc: BaseException, stage: str) -> CandidateFailure | None:
         """``crowded_out`` with what this screen knows: the reject where the candidate's process took
         the memory the judge's failed allocation needed, else None."""
+        if _out_of_memory(exc) is None:  # another error (a sticky CUDA fault, say): asked nothing of the device
+            return None
         cuda = self.cuda
         return crowded_out(exc, stage, candidate_held=self.candidate_gpu_bytes(),
                            footprint=self.footprint or self.known_bytes,
