@@ -45,7 +45,7 @@ for part in "$@"; do
     tests)
       header "python3 -m pytest -q -m gpu tests/test_gpu_deadlines.py tests/test_gpu_gate.py tests/test_numerics.py (scripts/device-calls.sh $*)" \
         > "$LOGS/pytest_gpu.log"
-      PYTHONPATH="$W/benchmarks/probes/memtrace:$PYTHONPATH" timeout $(( L < 180 ? L : 180 )) \
+      PYTHONPATH="$W/benchmarks/probes/memtrace:$PYTHONPATH" timeout $(( L < 330 ? L : 330 )) \
         python3 -m pytest -q -m gpu tests/test_gpu_deadlines.py tests/test_gpu_gate.py tests/test_numerics.py -p no:cacheprovider \
         >> "$LOGS/pytest_gpu.log" 2>&1
       echo "tests rc=$?"; tail -4 "$LOGS/pytest_gpu.log"

@@ -115,6 +115,9 @@ CASES: list[tuple[str, str, Problem, str, bool]] = [
     ("c11_rowsum_grab_all.py", "other", ROWSUM, "kernel", True),
     ("c11_sum_prefootprint_floor.py", "other", Problem.op("sum", batch=4, dim1=32, dim2=64), "kernel", True),
     ("c11_cached_unseen_peak.py", "other", SOFTMAX, "kernel", True),
+    # against the candidate's minimum of c888255 and d9c39f3, 2026-12-07: written apart as above
+    ("c12_softmax_nomax_fp64gap.py", "other", SOFTMAX, "kernel", True),
+    ("c12_logsoftmax_int32_fp64gap.py", "other", Problem.op("log_softmax", rows=16, cols=256), "kernel", True),
     # other: floods and forged replies aimed at the judge
     ("o_reply_flood.py", "other", ROWSUM, "kernel", False),
     ("o_reply_desync.py", "other", ROWSUM, "kernel", False),
@@ -151,6 +154,8 @@ NOTES: dict[str, str] = {
     'c11_rowsum_grab_all.py': 'GPU: written against a68c8cb (2026-12-07), before the minimum rule that followed it; not yet run on a GPU',
     'c11_sum_prefootprint_floor.py': 'GPU: written against a68c8cb (2026-12-07), before the minimum rule that followed it; not yet run on a GPU',
     'c11_cached_unseen_peak.py': 'GPU: written against a68c8cb (2026-12-07), before the minimum rule that followed it; not yet run on a GPU',
+    'c12_softmax_nomax_fp64gap.py': 'GPU: written against c888255 (2026-12-07), before the first-call rule that followed it; not yet run on a GPU',
+    'c12_logsoftmax_int32_fp64gap.py': 'GPU: written against c888255 (2026-12-07), before the first-call rule that followed it; not yet run on a GPU',
     'c1_runner_check_silenced.py': 'CPU: untimed (got through): Runner._check patched on __main__; thread + torch unseen',
     'c1_guard_violations_cleared.py': 'CPU: repair (got through): guard.violations.clear() after a torch thread',
     'c1_oprecorder_blinded.py': 'CPU: repair (got through): OpRecorder.__enter__/__exit__ patched; full x.sum(1)',
@@ -210,6 +215,10 @@ _GPU_OVERRIDES = {
     "c11_sum_prefootprint_floor.py": {"h100": Problem.op("sum", batch=96, dim1=16384, dim2=4096),
                                       "h200": Problem.op("sum", batch=168, dim1=16384, dim2=4096)},
     "c11_cached_unseen_peak.py": Problem.op("softmax", rows=16384, cols=65536),
+    "c12_softmax_nomax_fp64gap.py": {"h100": Problem.op("softmax", rows=65536, cols=43008),
+                                     "h200": Problem.op("softmax", rows=65536, cols=75776)},
+    "c12_logsoftmax_int32_fp64gap.py": {"h100": Problem.op("log_softmax", rows=65536, cols=43008),
+                                        "h200": Problem.op("log_softmax", rows=65536, cols=75776)},
 }
 
 

@@ -413,13 +413,17 @@ def test_a_calibration_that_fails_before_the_candidate_is_loaded_is_a_fault_of_t
     Screen.calibrate(SimpleNamespace(cuda=False, _calibrate=refused))  # no GPU: nothing to calibrate
 
 
-def test_the_red_teams_honest_online_softmax_is_correct_on_the_cpu():
-    """The kernel of the GPU test on the calibration's buffer (test_gpu_deadlines.py) is honest."""
-    from kernelgate import Candidate, Problem, Status, screen
+@pytest.mark.parametrize("fixture, problem", [
+    ("softmax_online_honest.py", Problem.op("softmax", rows=16, cols=300)),
+    ("softmax_exp_buffer_honest.py", Problem.op("softmax", rows=16, cols=300)),
+    ("sum_transposed_workspace_honest.py", Problem.op("sum", batch=3, dim1=40, dim2=33)),
+])
+def test_the_red_teams_honest_kernels_are_correct_on_the_cpu(fixture, problem):
+    """The kernels of the GPU test at each card's edge (test_gpu_deadlines.py) are honest."""
+    from kernelgate import Candidate, Status, screen
     from tests.conftest import FIXTURES
 
-    source = (FIXTURES / "softmax_online_honest.py").read_text()
-    verdict = screen(Candidate(source=source, entry="kernel", name="softmax_online_honest"), Problem.op("softmax", rows=16, cols=300))
+    verdict = screen(Candidate(source=(FIXTURES / fixture).read_text(), entry="kernel", name=fixture), problem)
     assert verdict.status is not Status.reject and verdict.numerics.passed, verdict.summary
 
 
@@ -436,3 +440,35 @@ def test_a_large_problems_numerics_and_probes_calls_free_the_candidates_cache_an
 
     assert frees("numerics", 6 << 30) and frees("probes", 6 << 30)
     assert not frees("timing", 6 << 30) and not frees("numerics", 64 << 20) and not frees("numerics", 6 << 30, cuda=False)
+
+
+def test_before_its_first_call_the_minimum_holds_even_while_the_judges_budget_is_not_known_whole():
+    """Red team c12_logsoftmax_int32_fp64gap (H100, by arithmetic): in the first trial the fp64
+    reference's growth is not measured yet, so the judge's 21 GiB fp64 output looked over budget and
+    a candidate holding 20.35 GiB from its import escaped as a gate fault."""
+    from kernelgate.worker.stages import crowded_out
+
+    x = 65536 * 43008 * 4
+    budget, minimum = _screen_sizes(known=x)
+    oom = _oom_message(21.0, 16.2, 42.6, 20.35)
+    assert (42.6 + 21.0) * GIB > budget  # looks over budget
+    sizes = dict(footprint=x, judge_peak=int(42.6 * GIB), device_bytes=H100, candidate_minimum=minimum,
+                 judge_budget=budget)
+    assert crowded_out(oom, "numerics", candidate_held=int(20.35 * GIB), **sizes) is None  # after a call: the gate's
+    assert crowded_out(oom, "numerics", candidate_held=int(20.35 * GIB), before_first_call=True, **sizes) is not None
+    assert crowded_out(oom, "numerics", candidate_held=int(0.55 * GIB), before_first_call=True, **sizes) is None
+
+
+def test_a_candidate_at_its_minimum_whose_own_allocation_fails_beside_a_judge_that_left_no_room_is_starved():
+    """An honest softmax of 12.5 GiB on an H100: during its call the judge held about 5.25 times its
+    output; the candidate's own allocation fails. It held no more than its minimum: the judge's
+    fault (run again alone), not its out_of_memory. A hoarder, or a judge that left room, is not."""
+    from kernelgate.worker.stages import CONTEXT_BYTES, starved
+
+    output = int(12.5 * GIB)
+    minimum = output + CONTEXT_BYTES
+    judge = int(5.25 * output) + CONTEXT_BYTES
+    why = starved(held=int(0.55 * GIB), minimum=minimum, judge=judge, footprint=2 * output, device=H100)
+    assert why is not None and "out of memory beside the judge" in why.lower()
+    assert starved(held=20 * GIB, minimum=minimum, judge=judge, footprint=2 * output, device=H100) is None
+    assert starved(held=int(0.55 * GIB), minimum=minimum, judge=20 * GIB, footprint=2 * output, device=H100) is None

@@ -121,6 +121,11 @@ times a small problem's footprint. Before the footprint is known (the first tria
 CONTEXT_BYTES = 1 << 30
 """A process's CUDA context and library workspaces, beside its tensors: in the judge's budget and
 in the candidate's minimum."""
+WORKSPACE_SHARE = 1 / 4
+"""Room for an honest candidate's temporaries beyond its minimum, as a share of the footprint (at
+least ``CONTEXT_BYTES``). Where the candidate's own allocation fails while it holds no more than its
+minimum and the judge left it less room than this, the judge starved it: a fault of the gate (run
+again alone), never the candidate's ``out_of_memory``."""
 
 _OOM_SIZES = re.compile(r"Tried to allocate ([0-9.]+) (bytes|[KMGT]iB)\b.*? of which ([0-9.]+) (bytes|[KMGT]iB) is free")
 _OOM_IN_USE = re.compile(r"this process has ([0-9.]+) (bytes|[KMGT]iB) memory in use")
@@ -162,14 +167,16 @@ class CandidateFailure(Exception):
 
 def crowded_out(exc: BaseException, stage: str, *, candidate_held: int | None, footprint: int,
                 judge_peak: int, device_bytes: int, candidate_minimum: int = 0, judge_budget: int = 0,
-                judge_held: int = 0) -> CandidateFailure | None:
+                judge_held: int = 0, before_first_call: bool = False) -> CandidateFailure | None:
     """The judge's own allocation failed (``exc``, a CUDA out-of-memory error, or one a problem's
     input or reference step wrapped): a reject when the candidate's process holds over
     ``CROWDING_FACTOR`` times the footprint and ``CROWDING_FLOOR_SHARE`` of the device, or over its
     fair share (``FAIR_SHARE_FACTOR``; where the judge held and asked for no more than
     ``judge_budget`` bytes, ``candidate_minimum``) where the request would have fit beside that
     share; else None (a fault of the gate, which the pool retries alone). ``judge_held`` stands in
-    for what the judge held where the error does not say."""
+    for what the judge held where the error does not say. ``before_first_call``: the candidate has
+    run only its import and construction, so its minimum holds whatever the judge held (the budget
+    is not known whole yet: the fp64 reference's growth is measured in the first trial)."""
     cause = _out_of_memory(exc)
     if cause is None or not candidate_held:
         return None
@@ -177,8 +184,9 @@ def crowded_out(exc: BaseException, stage: str, *, candidate_held: int | None, f
     share = max(FAIR_SHARE_FACTOR * footprint, floor)
     sizes = _oom_sizes(cause)
     in_use = _oom_in_use(cause) or judge_held
-    if sizes is not None and candidate_minimum and judge_budget and in_use and in_use + sizes[0] <= judge_budget:
-        share = min(share, candidate_minimum)  # the judge stayed within its budget
+    within_budget = bool(judge_budget and in_use and sizes is not None and in_use + sizes[0] <= judge_budget)
+    if sizes is not None and candidate_minimum and (within_budget or before_first_call):
+        share = min(share, candidate_minimum)
     would_fit = sizes is not None and candidate_held > share and sizes[0] <= sizes[1] + candidate_held - share
     if candidate_held <= max(CROWDING_FACTOR * footprint, floor) and not would_fit:
         return None
@@ -190,6 +198,19 @@ def crowded_out(exc: BaseException, stage: str, *, candidate_held: int | None, f
         f"the judge could not get the GPU memory it needed ({first}) while the candidate's process held "
         f"{candidate_held / 1e9:.2f} GB{of_footprint} the judge's own peak so far {judge_peak / 1e9:.2f} GB){fit}: "
         "free what forward does not need"), stage)
+
+
+def starved(*, held: int, minimum: int, judge: int, footprint: int, device: int) -> str | None:
+    """The candidate's own allocation failed: why the judge starved it, or None (its own fault). It
+    held no more than its minimum, and the judge held so much of the device that less than
+    ``WORKSPACE_SHARE`` of the footprint (at least ``CONTEXT_BYTES``) was left beyond that minimum."""
+    room = device - judge - minimum
+    if held > minimum or room >= max(CONTEXT_BYTES, WORKSPACE_SHARE * footprint):
+        return None
+    return (f"the candidate's process ran out of GPU memory holding {held / 1e9:.2f} GB, no more than an honest "
+            f"one's minimum ({minimum / 1e9:.2f} GB), while the judge held {judge / 1e9:.2f} GB of the "
+            f"{device / 1e9:.2f} GB device: {max(room, 0) / 1e9:.2f} GB left for its temporaries. Out of memory "
+            "beside the judge: the problem is too large for this device at this shape")
 
 
 def evaluate(job, workdir: Path, emit: Callable[[str, Measurement | None], None], link: CandidateProcess,
@@ -317,7 +338,16 @@ class Screen:
                            judge_peak=max(self.judge_peak, self._peak_carry),
                            device_bytes=torch.cuda.get_device_properties(self.device).total_memory if cuda else 0,
                            candidate_minimum=self.candidate_minimum(), judge_budget=self.judge_budget(),
-                           judge_held=torch.cuda.memory_reserved() + CONTEXT_BYTES if cuda else 0)
+                           judge_held=torch.cuda.memory_reserved() + CONTEXT_BYTES if cuda else 0,
+                           before_first_call=not self.remote.called)
+
+    def judge_left_no_room(self) -> str | None:
+        """Where the candidate's own allocation failed: why it was the judge's doing (``starved``), or None."""
+        if not self.cuda:
+            return None
+        return starved(held=self.candidate_gpu_bytes() or 0, minimum=self.candidate_minimum(),
+                       judge=torch.cuda.memory_reserved() + CONTEXT_BYTES, footprint=self.footprint,
+                       device=torch.cuda.get_device_properties(self.device).total_memory)
 
     def frees_cache_after(self, stage: str) -> bool:
         """Whether the candidate's process hands its allocator's cache back after a call: a large
@@ -1211,6 +1241,8 @@ class Remote:
         self.peak_bytes: int | None = None
         self.held_bytes: int | None = None
         """What the candidate's process said its allocator held at its last reply."""
+        self.called = False
+        """Whether forward has run (the calibration's calls are not forward)."""
         self._kept: dict[int, int] = {}  # slot -> bytes of the output the candidate's process keeps for it
         self._recopied = 0  # bytes of kept outputs let go of since its allocator last freed its cache
         self._outputs: set[int] = set()  # sizes of its outputs since then (a same-sized block is reused)
@@ -1288,8 +1320,10 @@ class Remote:
         if out is not None:
             request["out"] = self.arg(out)["ref"]
         reply = self.ask(request, stage, deadline_s=screen.call_deadline_s)
-        if kind != "calibrate" and out is not None:  # the candidate's own output, copied into the slot
-            self._outputs.add(out.numel() * out.element_size())
+        if kind != "calibrate":
+            self.called = True
+            if out is not None:  # the candidate's own output, copied into the slot
+                self._outputs.add(out.numel() * out.element_size())
         if slot is not None and like is not None and reply.error is None and reply.violation is None:
             self._kept[slot] = like.numel() * like.element_size()
         self._absorb(reply)
@@ -1303,6 +1337,8 @@ class Remote:
             if found is None:
                 continue
             message = where + found.message
+            if found.reason == Reason.out_of_memory.value and (starved := screen.judge_left_no_room()):
+                raise WorkerError(starved)  # the judge's fault (its text says out of memory: run again alone)
             if found.reason == Reason.out_of_memory.value and screen.cuda:
                 message += (f" (the candidate's process had {(self.peak_bytes or 0) / 1e9:.2f} GB at its peak; "
                             f"the judge {torch.cuda.max_memory_allocated() / 1e9:.2f} GB, "
