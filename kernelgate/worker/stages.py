@@ -110,14 +110,15 @@ FAIR_SHARE_FACTOR = 2
 request would have fit had the candidate's process held only its fair share: this many times the
 footprint, or ``CROWDING_FLOOR_SHARE`` of the device where that is more (the sizes from the CUDA
 error: the request, the memory free). Where the judge held and asked for no more than its own
-budget (``Screen.judge_budget``), that share is the candidate's minimum instead
-(``Screen.candidate_minimum``: its copy of the state, the outputs the harness keeps in its process,
-its output once forward has run, and a context): a judge within its budget that a candidate holding
-only that would have left room for was crowded out by the rest. Otherwise the judge's shortfall is
-the gate's own fault."""
+budget (``Screen.judge_budget``), or before the candidate's first call, that share is the
+candidate's minimum instead (``Screen.candidate_minimum``: its copy of the state, the outputs the
+harness made its process hold, and a context): a judge that a candidate holding only that would
+have left room for was crowded out by the rest. Otherwise the judge's shortfall is the gate's own
+fault."""
 CROWDING_FLOOR_SHARE = 1 / 8
 """...and never less than this share of the device: a CUDA context alone is about 0.5 GB, many
-times a small problem's footprint. Before the footprint is known (the first trial), the floor alone."""
+times a small problem's footprint. Before the output is known (the first trial's reference), the
+footprint is the inputs' and the state's (``Screen.known_bytes``)."""
 CONTEXT_BYTES = 1 << 30
 """A process's CUDA context and library workspaces, beside its tensors: in the judge's budget and
 in the candidate's minimum."""
