@@ -472,3 +472,21 @@ def test_a_candidate_at_its_minimum_whose_own_allocation_fails_beside_a_judge_th
     assert why is not None and "out of memory beside the judge" in why.lower()
     assert starved(held=20 * GIB, minimum=minimum, judge=judge, footprint=2 * output, device=H100) is None
     assert starved(held=int(0.55 * GIB), minimum=minimum, judge=20 * GIB, footprint=2 * output, device=H100) is None
+
+
+def test_a_kept_output_is_counted_once_in_what_the_harness_made_the_candidate_hold():
+    """Red team c12: a probe's kept output was counted as kept and as a cached output (a hoard of one
+    output's room). A kept one counts as kept; one copied out and let go, as a cached size."""
+    from types import SimpleNamespace
+
+    from kernelgate.worker.stages import Remote
+
+    remote = Remote(SimpleNamespace(frees_cache_after=lambda stage: False, call_deadline_s=1.0, cuda=False))
+    remote.arg = lambda x: {"ref": "r"}
+    remote.slot = lambda like: torch.empty(like.shape, dtype=like.dtype)
+    remote.ask = lambda request, stage, **kw: CallReply()
+    like = torch.empty(10, device="meta")
+    remote.call([], like, "probes", "a kept call", slot=1)
+    assert remote.harness_bytes == 40
+    remote.call([], like, "probes", "a call let go of")
+    assert remote.harness_bytes == 80

@@ -1323,7 +1323,7 @@ class Remote:
         reply = self.ask(request, stage, deadline_s=screen.call_deadline_s)
         if kind != "calibrate":
             self.called = True
-            if out is not None:  # the candidate's own output, copied into the slot
+            if out is not None and slot is None:  # its own output, copied out and let go (a kept one: below)
                 self._outputs.add(out.numel() * out.element_size())
         if slot is not None and like is not None and reply.error is None and reply.violation is None:
             self._kept[slot] = like.numel() * like.element_size()
