@@ -700,8 +700,8 @@ class Screen:
                                                  f"elements > {opts.interpreter_max_elements:,}): numerics not "
                                                  "checked, static checks only; screen a smaller shape or on a GPU")
             if index == 0:
-                self.known_bytes = _nbytes(*inputs) + self.state_bytes
-            if index == 0:  # the FLOP count runs the reference once more: before the expected outputs are held
+                self.known_bytes = _nbytes(*inputs) + self.state_bytes  # the footprint until the output is known
+                # the FLOP count runs the reference once more: before the expected outputs are held
                 with contextlib.suppress(RuntimeError, ValueError, TypeError, IndexError):  # expected() says why
                     m.cost = problem.cost([x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
             ref, ref64, took = self.expected(inputs)
@@ -1338,9 +1338,9 @@ class Remote:
             if found is None:
                 continue
             message = where + found.message
-            if found.reason == Reason.out_of_memory.value and (starved := screen.judge_left_no_room()):
-                raise WorkerError(starved)  # the judge's fault (its text says out of memory: run again alone)
             if found.reason == Reason.out_of_memory.value and screen.cuda:
+                if starved := screen.judge_left_no_room():
+                    raise WorkerError(starved)  # the judge's fault (its text says out of memory: run again alone)
                 message += (f" (the candidate's process had {(self.peak_bytes or 0) / 1e9:.2f} GB at its peak; "
                             f"the judge {torch.cuda.max_memory_allocated() / 1e9:.2f} GB, "
                             f"{torch.cuda.memory_reserved() / 1e9:.2f} GB held by its allocator; the problem's data is "
